@@ -1,0 +1,183 @@
+/* The caching arena: a backend-neutral caching allocator of device memory.
+ *
+ * It knows nothing of CUDA or HIP. It reaches the device only through the backend table
+ * below, so the same code runs in-process against a fake backend (tests/unit) and inside the
+ * preloaded shim against the real CUDA or HIP runtime. docs/arena.md explains the algorithm.
+ *
+ * Streams are opaque keys (ca_stream_t). The arena passes them back to the backend unchanged
+ * when it records an event or makes a stream wait, so the shim may encode pseudo-streams
+ * (the per-thread default stream) in the key as it likes. CA_STREAM_LEGACY is the device's
+ * legacy default stream.
+ */
+#ifndef CACHEALLOC_ARENA_H
+#define CACHEALLOC_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void *ca_stream_t;
+typedef void *ca_event_t;
+
+#define CA_STREAM_LEGACY ((ca_stream_t)0)
+#define CA_MAX_DEVICES 64
+
+/* Result of arena calls and of backend calls. */
+typedef enum ca_status {
+    CA_OK = 0,
+    CA_ERR_OOM = 1,      /* out of device memory (or over CACHEALLOC_LIMIT)         */
+    CA_ERR_INVALID = 2,  /* bad argument: interior pointer, double free, NULL out  */
+    CA_ERR_NOT_OURS = 3, /* pointer the arena never handed out: pass it through    */
+    CA_ERR_BACKEND = 4,  /* the backend failed for another reason                  */
+} ca_status;
+
+/* The device as the arena sees it. Every function returns a ca_status (CA_OK on success)
+ * except event_query. All take the backend's own context first. */
+typedef struct ca_backend {
+    void *ctx;
+    /* Allocate size bytes on device dev (a real driver allocation). CA_ERR_OOM when full. */
+    int (*alloc)(void *ctx, int dev, size_t size, void **out);
+    /* Give a driver allocation back. May synchronize the device: never called under a lock. */
+    int (*release)(void *ctx, int dev, void *ptr);
+    int (*event_create)(void *ctx, int dev, ca_event_t *out);
+    int (*event_destroy)(void *ctx, int dev, ca_event_t ev);
+    /* Record ev on stream s of device dev. */
+    int (*event_record)(void *ctx, int dev, ca_event_t ev, ca_stream_t s);
+    /* 1 when ev has completed, 0 when not yet, negative on error (treated as completed). */
+    int (*event_query)(void *ctx, int dev, ca_event_t ev);
+    /* Block until ev completed. Never called under a lock. */
+    int (*event_synchronize)(void *ctx, int dev, ca_event_t ev);
+    /* Make stream s wait on the GPU for ev. May be NULL (then only host polling is used). */
+    int (*stream_wait_event)(void *ctx, int dev, ca_stream_t s, ca_event_t ev);
+    /* Block until device dev is idle. Never called under a lock. */
+    int (*device_synchronize)(void *ctx, int dev);
+    int (*mem_info)(void *ctx, int dev, size_t *free_bytes, size_t *total_bytes);
+    /* Clear the error a failed real allocation left behind (cudaGetLastError), so that a
+     * recovered out-of-memory never shows up in the program's own error checks. */
+    void (*clear_error)(void *ctx);
+} ca_backend;
+
+typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
+typedef enum ca_reuse_kind { CA_REUSE_SAFE = 0, CA_REUSE_STREAM = 1 } ca_reuse_kind;
+
+/* One allocation or segment event, for the timeline (CACHEALLOC_TRACE) and leak reports. */
+typedef enum ca_trace_kind {
+    CA_TRACE_ALLOC = 'A',        /* program allocated (size = requested bytes)     */
+    CA_TRACE_FREE = 'F',         /* program freed                                  */
+    CA_TRACE_SEG_ALLOC = 'S',    /* arena took a segment from the driver ("SA")    */
+    CA_TRACE_SEG_FREE = 's',     /* arena gave a segment back to the driver ("SF") */
+} ca_trace_kind;
+
+typedef void (*ca_trace_fn)(void *ctx, ca_trace_kind kind, int dev, const void *ptr, size_t size,
+                            ca_stream_t stream);
+
+/* The arena's configuration: usually filled from ca_options (options.h). */
+typedef struct ca_config {
+    ca_pool_kind pool;
+    ca_reuse_kind reuse;
+    uint64_t limit_bytes;          /* 0: no limit                                         */
+    unsigned limit_percent;        /* 1..100: limit as a share of device memory; 0: unused */
+    uint64_t release_threshold;    /* cached bytes kept per device; UINT64_MAX: keep all  */
+    unsigned release_percent;      /* 1..100: threshold as a share of device memory        */
+    uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
+    uint64_t max_split;            /* blocks at least this large are never split          */
+    int record_alloc_times;        /* keep each block's allocation time (leak report)     */
+    int record_stacks;             /* keep each block's allocation stack (leak report)    */
+    ca_trace_fn trace;             /* NULL: no timeline                                   */
+    void *trace_ctx;
+    int quiet;                     /* no warning line on stderr (unit tests)              */
+} ca_config;
+
+/* Per-device counters. reserved = allocated + cached + pending holds at every instant. */
+typedef struct ca_dev_stats {
+    uint64_t reserved_bytes;       /* in segments taken from the driver          */
+    uint64_t allocated_bytes;      /* in blocks the program holds                */
+    uint64_t cached_bytes;         /* in free blocks reusable by some stream     */
+    uint64_t pending_bytes;        /* freed, waiting for a fence or an event     */
+    uint64_t requested_bytes;      /* what the program asked for, before rounding */
+    uint64_t peak_reserved_bytes;
+    uint64_t peak_allocated_bytes;
+    uint64_t alloc_calls;
+    uint64_t free_calls;
+    uint64_t cache_hits;           /* allocations served without the driver      */
+    uint64_t driver_alloc_calls;
+    uint64_t driver_free_calls;
+    uint64_t fences;               /* fences recorded for the plain API          */
+    uint64_t device_syncs;         /* device synchronizations the arena did      */
+    uint64_t oom_recoveries;       /* a driver allocation failed, a later step won */
+    uint64_t oom_failures;         /* gave up with out-of-memory                 */
+    uint64_t invalid_frees;        /* interior pointer or double free            */
+    uint64_t segments;
+    uint64_t largest_free_block;   /* computed when the stats are read           */
+} ca_dev_stats;
+
+/* Flags of ca_malloc/ca_free: which API the program called. */
+#define CA_API_PLAIN 0u   /* cudaMalloc/cudaFree: the fence contract          */
+#define CA_API_ASYNC 1u   /* cudaMallocAsync/cudaFreeAsync: stream-ordered    */
+
+typedef struct ca_arena ca_arena;
+
+/* Create an arena over a backend (copied). Never touches the device until first use. */
+ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config);
+
+/* Give every cached segment back to the backend and free the arena. Blocks the program still
+ * holds are released too. */
+void ca_arena_destroy(ca_arena *a);
+
+/* Forget everything without calling the backend (a forked child: its parent's device memory
+ * is not its own). Counters restart at zero. */
+void ca_arena_forget(ca_arena *a);
+
+/* Allocate size bytes on device dev for stream s. size 0 gives *out = NULL and CA_OK. On
+ * failure after the whole out-of-memory ladder: CA_ERR_OOM and one warning line. */
+ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out);
+
+/* Free ptr, freed on stream s (plain API: s is ignored). CA_ERR_NOT_OURS for a pointer the
+ * arena never handed out (pass it to the real runtime); CA_ERR_INVALID for an interior
+ * pointer or a double free, leaving the pool unchanged. *dev_out (may be NULL) gets the
+ * block's device. */
+ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out);
+
+/* Look up a live allocation: its device and usable size. 0 when ptr is not a live block. */
+int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
+
+/* The program created stream s on dev (nonblocking: it does not synchronize with the legacy
+ * stream). The first extra stream of a device switches it from the single-stream fast path
+ * to fences, after one device synchronization. */
+void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking);
+
+/* The program first used a stream the arena was not told about (the per-thread default
+ * stream): same switch as ca_stream_created, without adding it to the fence set (it is a
+ * blocking stream, covered by the legacy stream's event). */
+void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s);
+
+/* The program destroyed stream s: its pool's blocks are handed to the device. */
+void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s);
+
+/* The program synchronized device dev: every fence and event of it is complete. Also the
+ * point where cached bytes above the release threshold go back to the driver. */
+void ca_device_synchronized(ca_arena *a, int dev);
+
+/* The program reset device dev: its memory is gone; forget the device's segments. */
+void ca_device_reset(ca_arena *a, int dev);
+
+/* Release every fully free segment whose reuse is safe (dev < 0: all devices). Blocks until
+ * pending fences are complete. Returns the bytes given back to the driver. */
+uint64_t ca_reclaim(ca_arena *a, int dev);
+
+/* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */
+uint64_t ca_reusable_bytes(ca_arena *a, int dev);
+
+/* Snapshot of device dev's counters. Returns 0 when the arena never saw dev. */
+int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out);
+
+/* Number of device slots in use (highest device seen + 1). */
+int ca_device_count(ca_arena *a);
+
+/* Call fn for every block the program still holds (leak report). t_alloc_ns is 0 unless
+ * config.record_alloc_times; stack/depth are NULL/0 unless config.record_stacks. Called
+ * under the device's lock: fn must not call the arena. */
+typedef void (*ca_live_fn)(void *ctx, int dev, const void *ptr, size_t requested,
+                           uint64_t t_alloc_ns, void *const *stack, int depth);
+void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx);
+
+#endif

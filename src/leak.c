@@ -1,0 +1,2 @@
+/* placeholder: filled in by its owner */
+typedef int ca_placeholder_leak;

@@ -1,0 +1,53 @@
+/* CACHEALLOC_* environment options: one table, read once at start-up.
+ *
+ * A bad value never stops the program: one line on stderr names the variable, the value, what
+ * is accepted and the default used instead. An unknown CACHEALLOC_* name gets one line with the
+ * closest known name.
+ */
+#ifndef CACHEALLOC_OPTIONS_H
+#define CACHEALLOC_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+
+typedef enum ca_leak_mode { CA_LEAK_OFF = 0, CA_LEAK_ON = 1, CA_LEAK_STACKS = 2 } ca_leak_mode;
+
+typedef struct ca_options {
+    ca_pool_kind pool;          /* CACHEALLOC_POOL=split|binned|none        (split)   */
+    ca_reuse_kind reuse;        /* CACHEALLOC_REUSE=safe|stream             (safe)    */
+    uint64_t limit_bytes;       /* CACHEALLOC_LIMIT=size or N%              (none: 0) */
+    unsigned limit_percent;     /*   set instead of limit_bytes for "N%"              */
+    uint64_t release_threshold; /* CACHEALLOC_RELEASE_THRESHOLD=size or N%  (UINT64_MAX: keep all) */
+    unsigned release_percent;   /*   set instead for "N%"                             */
+    uint64_t prealloc_bytes;    /* CACHEALLOC_PREALLOC=size                 (0)       */
+    uint64_t max_split;         /* CACHEALLOC_MAX_SPLIT=size                (UINT64_MAX: split all) */
+    int stats;                  /* CACHEALLOC_STATS=0|1                     (1)       */
+    ca_leak_mode leak_check;    /* CACHEALLOC_LEAK_CHECK=0|1|stacks         (0)       */
+    char trace_path[4096];      /* CACHEALLOC_TRACE=FILE                    ("": off) */
+    int verbose;                /* CACHEALLOC_VERBOSE=0|1                   (0)       */
+} ca_options;
+
+/* Fill o with every default. */
+void ca_options_defaults(ca_options *o);
+
+/* Parse the options from envp (a NULL-terminated "NAME=value" array, like environ), writing one
+ * line per problem to err (may be NULL to stay silent). Returns the number of problems. */
+int ca_options_parse(ca_options *o, char *const *envp, FILE *err);
+
+/* Parse a size: "512", "64K", "8M", "6G", "1T" (powers of 1024, optional trailing "B" or
+ * "iB", case-insensitive). Returns 0 on success. */
+int ca_parse_size(const char *s, uint64_t *out);
+
+/* Parse "N%" with 1 <= N <= 100. Returns 0 on success. */
+int ca_parse_percent(const char *s, unsigned *out);
+
+/* Fill an arena configuration from the options. */
+void ca_options_to_config(const ca_options *o, ca_config *c);
+
+/* Write "name=value" pairs of the options that differ from the default into buf (for the
+ * stats header's configuration summary); always NUL-terminated. */
+void ca_options_summary(const ca_options *o, char *buf, size_t len);
+
+#endif
