@@ -1,0 +1,96 @@
+/* sd.h: the backend-neutral core of the simulated device, called by the CUDA and HIP fronts.
+ * Every function returns a code numbered like cudaError_t (the HIP front maps the few that
+ * differ). Stream arguments are the program's handles: 0, 1 (legacy), 2 (per-thread) or one
+ * returned by sd_stream_create; `ptsz` says that 0 means the per-thread stream. */
+#ifndef SD_H
+#define SD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../simdev.h"
+
+enum {
+    SD_OK = 0,
+    SD_EINVAL = 1,
+    SD_ENOMEM = 2,
+    SD_EDEVPTR = 17,
+    SD_EDIR = 21,
+    SD_ENODEV = 100,
+    SD_EDEVICE = 101,
+    SD_EHANDLE = 400,
+    SD_ENOTREADY = 600,
+    SD_EILLEGAL = 700,
+    SD_ENOTSUP = 801,
+    SD_EBADFREE = -1 /* free of something that is not a live allocation: each front maps it */
+};
+
+enum { SD_PTR_UNREGISTERED = 0, SD_PTR_HOST = 1, SD_PTR_DEVICE = 2, SD_PTR_MANAGED = 3 };
+
+typedef void (*sd_hostfn)(void *arg);
+typedef void (*sd_callback)(void *stream, int status, void *arg);
+
+/* Names the runtime ("cuda" or "hip") for messages; call before any other sd_ function. */
+void sd_set_flavor(const char *name);
+/* The runtime name set by sd_set_flavor. */
+const char *sd_flavor(void);
+
+/* Number of simulated devices (SIMDEV_DEVICES). */
+int sd_device_count(void);
+/* Makes `dev` the calling thread's current device. */
+int sd_set_device(int dev);
+/* The calling thread's current device. */
+int sd_get_device(void);
+/* SD_EILLEGAL if the current device carries the sticky fault, else SD_OK. */
+int sd_check_current(void);
+/* Capacity of a device in bytes (SIMDEV_MEMORY). */
+size_t sd_capacity(void);
+
+/* Records `code` (already mapped by the front) as the calling thread's last error. */
+void sd_record_error(int code);
+/* Returns the last error (or the sticky fault); clears a non-sticky one when `clear`. */
+int sd_last_error(int clear);
+
+int sd_malloc(void **p, size_t n);
+int sd_free(void *p);
+int sd_malloc_async(void **p, size_t n, void *stream, int ptsz);
+int sd_free_async(void *p, void *stream, int ptsz);
+int sd_mem_info(size_t *free_bytes, size_t *total);
+/* Pinned or managed host memory (managed counts against device capacity). */
+int sd_host_alloc(void **p, size_t n, int managed);
+int sd_host_free(void *p);
+/* Classifies a pointer as SD_PTR_*; fills the device and the two addresses. */
+int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **hptr);
+
+/* kind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default. `wait` makes it a synchronous copy. */
+int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait);
+int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz);
+
+int sd_stream_create(void **out, unsigned flags, int priority);
+int sd_stream_destroy(void *stream);
+int sd_stream_sync(void *stream, int ptsz);
+int sd_stream_query(void *stream, int ptsz);
+int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz);
+int sd_stream_flags(void *stream, int ptsz, unsigned *flags);
+int sd_host_func(void *stream, int ptsz, sd_hostfn fn, void *arg);
+int sd_stream_callback(void *stream, int ptsz, sd_callback cb, void *arg, unsigned flags);
+
+int sd_event_create(void **out, unsigned flags);
+int sd_event_record(void *event, void *stream, int ptsz);
+int sd_event_query(void *event);
+int sd_event_sync(void *event);
+int sd_event_destroy(void *event);
+int sd_event_elapsed(float *ms, void *start, void *end);
+
+int sd_device_sync(void);
+int sd_device_reset(void);
+
+/* Writes a kernel-launch refusal: SD_ENOTSUP (kernels cannot run here), after the sticky check. */
+int sd_launch_refused(const char *what);
+/* One line on stderr when SIMDEV_VERBOSE is set. */
+void sd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Counters of `device`, or totals when device == -1. 0 on success, -1 on a bad argument. */
+int sd_get_counters(int device, struct simdev_counters *out);
+
+#endif

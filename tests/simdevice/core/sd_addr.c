@@ -1,0 +1,204 @@
+/* sd_addr.c: each device's address space. A PROT_NONE, MAP_NORESERVE range of 4x capacity is
+ * reserved at first use; allocations are carved next-fit (freed addresses are not reused at
+ * once) and mapped read-write without being touched, so large allocations cost no RAM. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sd_internal.h"
+
+static size_t page_size(void)
+{
+    static size_t ps;
+    if (!ps)
+        ps = (size_t)sysconf(_SC_PAGESIZE);
+    return ps;
+}
+
+int sd_dev_reserve(struct sd_device *d)
+{
+    if (d->base)
+        return SD_OK;
+    size_t range = sd_cfg.memory * 4;
+    size_t ps = page_size();
+    range = (range + ps - 1) / ps * ps;
+    void *p = mmap(NULL, range, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "simdevice: cannot reserve %zu bytes of address space for device %d\n",
+                range, d->id);
+        return SD_ENOMEM;
+    }
+    d->base = (uintptr_t)p;
+    d->range = range;
+    d->cursor = d->base;
+    return SD_OK;
+}
+
+struct sd_device *sd_dev_of(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < sd_cfg.devices; i++) {
+        struct sd_device *d = &sd_dev[i];
+        if (d->base && a >= d->base && a - d->base < d->range)
+            return d;
+    }
+    return NULL;
+}
+
+/* Index of the first allocation whose address is > p. */
+static size_t upper(const struct sd_table *t, uintptr_t p)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->v[mid].addr <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+struct sd_alloc *sd_table_find_start(struct sd_table *t, uintptr_t p)
+{
+    size_t i = upper(t, p);
+    if (i && t->v[i - 1].addr == p)
+        return &t->v[i - 1];
+    return NULL;
+}
+
+struct sd_alloc *sd_table_find_containing(struct sd_table *t, uintptr_t p)
+{
+    size_t i = upper(t, p);
+    if (i && p - t->v[i - 1].addr < t->v[i - 1].size)
+        return &t->v[i - 1];
+    return NULL;
+}
+
+int sd_table_insert(struct sd_table *t, const struct sd_alloc *a)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        struct sd_alloc *v = realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        t->v = v;
+        t->cap = cap;
+    }
+    size_t i = upper(t, a->addr);
+    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
+    t->v[i] = *a;
+    t->n++;
+    return 0;
+}
+
+void sd_table_remove(struct sd_table *t, uintptr_t addr)
+{
+    size_t i = upper(t, addr);
+    if (!i || t->v[i - 1].addr != addr)
+        return;
+    i--;
+    memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof *t->v);
+    t->n--;
+}
+
+/* First gap of `span` bytes at or after `from` and ending before `limit`, or 0. */
+static uintptr_t gap_from(const struct sd_table *t, uintptr_t from, uintptr_t limit, size_t span)
+{
+    size_t i = upper(t, from);
+    uintptr_t pos = from;
+    if (i && t->v[i - 1].addr + t->v[i - 1].span > pos)
+        pos = t->v[i - 1].addr + t->v[i - 1].span;
+    for (; i < t->n && t->v[i].addr < limit; i++) {
+        if (t->v[i].addr >= pos && t->v[i].addr - pos >= span)
+            return pos;
+        uintptr_t end = t->v[i].addr + t->v[i].span;
+        if (end > pos)
+            pos = end;
+    }
+    if (pos < limit && limit - pos >= span)
+        return pos;
+    return 0;
+}
+
+int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
+{
+    int rc = sd_dev_reserve(d);
+    if (rc)
+        return rc;
+    size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
+    size_t ps = page_size();
+    if (n > d->range || rsize > sd_cfg.memory - d->used) {
+        d->c.oom++;
+        return SD_ENOMEM;
+    }
+    size_t span = (rsize + ps - 1) / ps * ps;
+    uintptr_t end = d->base + d->range;
+    uintptr_t at = gap_from(&d->allocs, d->cursor, end, span);
+    if (!at)
+        at = gap_from(&d->allocs, d->base, end, span);
+    if (!at || mprotect((void *)at, span, PROT_READ | PROT_WRITE) != 0) {
+        d->c.oom++;
+        return SD_ENOMEM;
+    }
+    struct sd_alloc a = {.addr = at, .size = n, .rsize = rsize, .span = span, .async = async};
+    if (sd_table_insert(&d->allocs, &a) != 0) {
+        mprotect((void *)at, span, PROT_NONE);
+        d->c.oom++;
+        return SD_ENOMEM;
+    }
+    d->cursor = at + span >= end ? d->base : at + span;
+    d->used += rsize;
+    d->c.reserved_bytes = d->used;
+    if (d->used > d->c.peak_reserved_bytes)
+        d->c.peak_reserved_bytes = d->used;
+    *out = (void *)at;
+    return SD_OK;
+}
+
+void sd_dev_release(struct sd_device *d, uintptr_t addr)
+{
+    struct sd_alloc *a = sd_table_find_start(&d->allocs, addr);
+    if (!a)
+        return;
+    size_t span = a->span, rsize = a->rsize, size = a->size;
+    sd_table_remove(&d->allocs, addr);
+    /* Writers wait for in-flight copies; they hold sd_lock, so no reader can start meanwhile. */
+    pthread_rwlock_wrlock(&d->access);
+    madvise((void *)addr, span, MADV_DONTNEED);
+    mprotect((void *)addr, span, PROT_NONE);
+    pthread_rwlock_unlock(&d->access);
+    d->used -= rsize;
+    d->c.reserved_bytes = d->used;
+    d->freed[d->freed_next % 64].addr = addr;
+    d->freed[d->freed_next % 64].size = size;
+    d->freed_next++;
+}
+
+bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,
+                         uintptr_t p, size_t n)
+{
+    struct sd_alloc *a = sd_table_find_containing(&owner->allocs, p);
+    if (a && n <= a->size - (p - a->addr))
+        return true;
+    char why[160];
+    if (a) {
+        snprintf(why, sizeof why, "out of bounds of the allocation of %zu bytes at %p", a->size,
+                 (void *)a->addr);
+    } else {
+        snprintf(why, sizeof why, "%s", "never allocated");
+        for (unsigned i = 0; i < 64; i++)
+            if (owner->freed[i].addr && p >= owner->freed[i].addr &&
+                p - owner->freed[i].addr < (owner->freed[i].size ? owner->freed[i].size : 1)) {
+                snprintf(why, sizeof why, "%s", "freed memory");
+                break;
+            }
+    }
+    fprintf(stderr, "simdevice: illegal address: %s of %zu bytes at %p on device %d (%s)\n", what,
+            n, (void *)p, owner->id, why);
+    d->c.faults++;
+    d->sticky = SD_EILLEGAL;
+    return false;
+}

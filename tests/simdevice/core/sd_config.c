@@ -1,0 +1,96 @@
+/* sd_config.c: the SIMDEV_* environment variables. A bad value never stops the program: one line
+ * on stderr and the default. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_internal.h"
+
+struct sd_config sd_cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static void bad(const char *name, const char *val, const char *accepted, const char *def)
+{
+    fprintf(stderr, "simdevice: %s=\"%s\" is not valid (%s); using the default %s\n", name, val,
+            accepted, def);
+}
+
+static size_t env_size(const char *name, size_t def, const char *defs)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    unsigned shift = 0;
+    if (end != v && *end) {
+        switch (*end) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        case 't': case 'T': shift = 40; break;
+        default: shift = 99;
+        }
+        end++;
+    }
+    if (end == v || *end || errno || shift == 99 || v[0] == '-' || x == 0 ||
+        (shift && x > (~0ULL >> shift)) || (x << shift) > (1ULL << 46)) {
+        bad(name, v, "a size such as 512, 64K, 8M, 6G, 1T, at most 64T", defs);
+        return def;
+    }
+    return (size_t)(x << shift);
+}
+
+static double env_us(const char *name, double def, const char *defs)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    errno = 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x) || x < 0 || x > 1e9) {
+        bad(name, v, "microseconds, a number >= 0", defs);
+        return def;
+    }
+    return x;
+}
+
+static long env_int(const char *name, long def, long lo, long hi, const char *accepted,
+                    const char *defs)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    errno = 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        bad(name, v, accepted, defs);
+        return def;
+    }
+    return x;
+}
+
+static void cfg_read(void)
+{
+    sd_cfg.devices = (int)env_int("SIMDEV_DEVICES", 1, 0, SD_MAX_DEVICES,
+                                  "an integer from 0 to 64", "1");
+    sd_cfg.memory = env_size("SIMDEV_MEMORY", (size_t)8 << 30, "8G");
+    sd_cfg.malloc_us = env_us("SIMDEV_MALLOC_US", 50, "50");
+    sd_cfg.malloc_us_per_gib = env_us("SIMDEV_MALLOC_US_PER_GIB", 970, "970");
+    sd_cfg.free_us = env_us("SIMDEV_FREE_US", 14, "14");
+    sd_cfg.async_us = env_us("SIMDEV_ASYNC_US", 1, "1");
+    sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
+    const char *f = getenv("SIMDEV_COUNTERS_FILE");
+    sd_cfg.counters_file = (f && *f) ? f : NULL;
+}
+
+void sd_config_init(void)
+{
+    pthread_once(&cfg_once, cfg_read);
+}

@@ -1,0 +1,172 @@
+/* sd_event.c: events. A record is an op on the stream; the event completes when the stream
+ * passes it. An event never recorded counts as complete. */
+#include <stdlib.h>
+
+#include "sd_internal.h"
+
+void sd_event_unref(struct sd_event *e)
+{
+    if (--e->refs == 0) {
+        if (e->s)
+            sd_stream_unref(e->s);
+        free(e);
+    }
+}
+
+static void unlink_event(struct sd_event *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        e->dev->events = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->next = e->prev = NULL;
+}
+
+void sd_events_drop_device(struct sd_device *d)
+{
+    while (d->events) {
+        struct sd_event *e = d->events;
+        unlink_event(e);
+        sd_set_del(&sd_events_set, e);
+        sd_event_unref(e);
+    }
+}
+
+int sd_event_create(void **out, unsigned flags)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!out || flags > 0xF)
+        return SD_EINVAL;
+    struct sd_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return SD_ENOMEM;
+    pthread_mutex_lock(&sd_lock);
+    e->dev = sd_cur();
+    e->flags = flags;
+    e->refs = 1;
+    if (sd_set_add(&sd_events_set, e) != 0) {
+        pthread_mutex_unlock(&sd_lock);
+        free(e);
+        return SD_ENOMEM;
+    }
+    e->next = e->dev->events;
+    if (e->next)
+        e->next->prev = e;
+    e->dev->events = e;
+    pthread_mutex_unlock(&sd_lock);
+    *out = e;
+    return SD_OK;
+}
+
+/* Looks up a live event and the sticky state of its device. Under sd_lock. */
+static int lookup(void *handle, struct sd_event **out)
+{
+    if (!sd_set_has(&sd_events_set, handle))
+        return SD_EHANDLE;
+    *out = handle;
+    return (*out)->dev->sticky;
+}
+
+int sd_event_record(void *event, void *stream, int ptsz)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_event *e;
+    struct sd_stream *s;
+    int rc = lookup(event, &e);
+    if (!rc)
+        rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    struct sd_op *op = rc ? NULL : sd_op_new(OP_EVENT);
+    if (!rc && !op)
+        rc = SD_ENOMEM;
+    if (rc) {
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
+    e->gen++;
+    op->u.event.ev = e;
+    op->u.event.gen = e->gen;
+    e->refs++;
+    uint64_t seq = sd_enqueue(s, op, NULL);
+    s->refs++;
+    if (e->s)
+        sd_stream_unref(e->s);
+    e->s = s;
+    e->seq = seq;
+    e->recorded = true;
+    s->dev->c.events_recorded++;
+    pthread_mutex_unlock(&sd_lock);
+    return SD_OK;
+}
+
+int sd_event_query(void *event)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_event *e;
+    int rc = lookup(event, &e);
+    if (!rc && e->recorded && e->s->done < e->seq)
+        rc = SD_ENOTREADY;
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_event_sync(void *event)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_event *e;
+    int rc = lookup(event, &e);
+    if (!rc && e->recorded) {
+        e->refs++;
+        sd_wait_seq(e->s, e->seq);
+        rc = e->dev->sticky;
+        sd_event_unref(e);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_event_destroy(void *event)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    if (!sd_set_has(&sd_events_set, event)) {
+        pthread_mutex_unlock(&sd_lock);
+        return SD_EHANDLE;
+    }
+    struct sd_event *e = event;
+    sd_set_del(&sd_events_set, e);
+    unlink_event(e);
+    sd_event_unref(e);
+    pthread_mutex_unlock(&sd_lock);
+    return SD_OK;
+}
+
+int sd_event_elapsed(float *ms, void *start, void *end)
+{
+    sd_init();
+    if (!ms)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_event *a, *b;
+    int rc = lookup(start, &a);
+    if (!rc)
+        rc = lookup(end, &b);
+    if (!rc && ((a->flags | b->flags) & 2)) /* cudaEventDisableTiming */
+        rc = SD_EHANDLE;
+    if (!rc && (!a->recorded || !b->recorded))
+        rc = SD_EHANDLE;
+    if (!rc && (a->s->done < a->seq || b->s->done < b->seq))
+        rc = SD_ENOTREADY;
+    if (!rc)
+        *ms = (float)((b->time - a->time) * 1e3);
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}

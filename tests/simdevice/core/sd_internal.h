@@ -1,0 +1,182 @@
+/* sd_internal.h: state shared by the core's files. One global mutex (sd_lock) guards all of it;
+ * sd_cv is broadcast whenever an operation completes or a stream worker exits. */
+#ifndef SD_INTERNAL_H
+#define SD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sd.h"
+
+#define SD_MAX_DEVICES 64
+#define SD_ALIGN 512u
+
+struct sd_config {
+    int devices;
+    size_t memory;
+    double malloc_us, malloc_us_per_gib, free_us, async_us;
+    int verbose;
+    const char *counters_file;
+};
+extern struct sd_config sd_cfg;
+/* Reads SIMDEV_* once; safe to call any number of times. */
+void sd_config_init(void);
+
+/* One live device allocation. */
+struct sd_alloc {
+    uintptr_t addr;
+    size_t size;   /* as requested */
+    size_t rsize;  /* 512-rounded: what counts against capacity */
+    size_t span;   /* page-rounded: address space taken */
+    bool async;
+    bool free_pending; /* a stream-ordered free is queued */
+};
+
+struct sd_table {
+    struct sd_alloc *v;
+    size_t n, cap;
+};
+
+struct sd_stream;
+struct sd_event;
+
+struct sd_device {
+    int id;
+    uintptr_t base;   /* 0 until first use */
+    size_t range;     /* bytes of reserved address space */
+    uintptr_t cursor; /* next-fit position */
+    size_t used;
+    struct sd_table allocs;
+    struct { uintptr_t addr; size_t size; } freed[64]; /* recent frees, to name faults */
+    unsigned freed_next;
+    pthread_rwlock_t access; /* readers: ops touching memory; writer: unmapping */
+    int sticky;
+    uint64_t gen; /* bumped by reset: stale per-thread streams are dropped */
+    struct sd_stream *streams; /* every stream whose worker is alive */
+    struct sd_stream *legacy;
+    struct sd_event *events;
+    struct simdev_counters c;
+};
+
+extern pthread_mutex_t sd_lock;
+extern pthread_cond_t sd_cv;
+extern struct sd_device sd_dev[SD_MAX_DEVICES];
+
+/* Initializes the core once (config, locks). */
+void sd_init(void);
+/* The calling thread's current device. */
+struct sd_device *sd_cur(void);
+/* Reserves the device's address range if not yet done. Under sd_lock. */
+int sd_dev_reserve(struct sd_device *d);
+/* The device whose address range holds p, or NULL. Under sd_lock. */
+struct sd_device *sd_dev_of(const void *p);
+
+/* Allocation table (sorted by address). All under sd_lock. */
+struct sd_alloc *sd_table_find_start(struct sd_table *t, uintptr_t p);
+struct sd_alloc *sd_table_find_containing(struct sd_table *t, uintptr_t p);
+int sd_table_insert(struct sd_table *t, const struct sd_alloc *a);
+void sd_table_remove(struct sd_table *t, uintptr_t addr);
+/* Carves and maps a device allocation; SD_ENOMEM when capacity or address space is exhausted. */
+int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out);
+/* Unmaps and forgets a live allocation. Under sd_lock. */
+void sd_dev_release(struct sd_device *d, uintptr_t addr);
+/* Checks [p, p+n) lies in one live allocation of d; else prints the fault line, makes the
+ * device sticky and returns false. Under sd_lock. */
+bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,
+                         uintptr_t p, size_t n);
+
+/* Pointer sets for validating handles. Under sd_lock. */
+struct sd_set {
+    uintptr_t *v;
+    size_t cap, n;
+};
+bool sd_set_has(const struct sd_set *s, const void *p);
+int sd_set_add(struct sd_set *s, const void *p);
+void sd_set_del(struct sd_set *s, const void *p);
+
+/* Operations queued on a stream. */
+enum sd_op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOSTFN, OP_CALLBACK, OP_EVENT, OP_FREE };
+
+struct sd_dep {
+    struct sd_stream *s;
+    uint64_t seq;
+};
+
+struct sd_op {
+    struct sd_op *next;
+    enum sd_op_kind kind;
+    uint64_t seq;
+    union {
+        struct { void *dst; const void *src; size_t n; int dst_dev, src_dev; } copy;
+        struct { void *dst; int value; size_t n; int dev; } set;
+        struct { sd_hostfn fn; void *arg; } hostfn;
+        struct { sd_callback cb; void *arg; void *handle; } callback;
+        struct { struct sd_event *ev; uint64_t gen; } event;
+        struct { uintptr_t addr; int dev; } free;
+    } u;
+    int ndeps;
+    struct sd_dep deps[];
+};
+
+enum sd_stream_kind { SK_USER, SK_LEGACY, SK_PERTHREAD };
+
+struct sd_stream {
+    struct sd_device *dev;
+    enum sd_stream_kind kind;
+    unsigned flags; /* bit 0: non-blocking */
+    int priority;
+    uint64_t enq, done;
+    double done_time; /* monotonic seconds of the last completion */
+    struct sd_op *head, *tail;
+    pthread_cond_t work;
+    int refs;
+    bool closing;
+    struct sd_stream *next, *prev; /* in dev->streams while the worker lives */
+};
+
+struct sd_event {
+    struct sd_device *dev;
+    unsigned flags;
+    bool recorded;
+    struct sd_stream *s;
+    uint64_t seq;
+    uint64_t gen; /* bumped per record: only the latest record stamps the time */
+    double time;
+    bool timed;
+    int refs;
+    struct sd_event *next, *prev;
+};
+
+extern struct sd_set sd_streams_set, sd_events_set;
+
+/* Resolves a program's stream handle to a stream (creating default streams lazily).
+ * Under sd_lock. */
+int sd_resolve_stream(void *handle, int ptsz, struct sd_stream **out);
+/* Allocates an op with room for the legacy-semantics dependencies of s, fills them,
+ * and queues it. Returns the op's sequence number. Under sd_lock. */
+struct sd_op *sd_op_new(enum sd_op_kind kind);
+uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra);
+/* Waits (releasing sd_lock) until s has completed seq. Under sd_lock. */
+void sd_wait_seq(struct sd_stream *s, uint64_t seq);
+/* Waits until every stream of d has passed what was queued at the call. Under sd_lock. */
+void sd_wait_device(struct sd_device *d);
+/* Creates a stream with a worker thread. Under sd_lock. */
+int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags, int prio,
+                  struct sd_stream **out);
+/* Asks a stream to drain and exit; drops the owner's reference. Under sd_lock. */
+void sd_stream_close(struct sd_stream *s);
+void sd_stream_unref(struct sd_stream *s);
+void sd_event_unref(struct sd_event *e);
+/* Destroys every event of d (reset). Under sd_lock. */
+void sd_events_drop_device(struct sd_device *d);
+/* Runs an op's effect (memory ops, host functions). Called WITHOUT sd_lock. */
+void sd_op_execute(struct sd_stream *s, struct sd_op *op);
+
+/* Monotonic time in seconds. */
+double sd_now(void);
+/* Busy-waits `us` microseconds, as a driver call costs CPU. */
+void sd_spin_us(double us);
+
+#endif

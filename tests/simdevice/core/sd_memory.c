@@ -1,0 +1,320 @@
+/* sd_memory.c: cudaMalloc/cudaFree and friends, with their modelled cost: an allocation costs a
+ * base plus a size-proportional part, a free first waits for the whole device. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_internal.h"
+
+/* Pinned and managed host allocations, so pointer queries and memsets know them. */
+static struct sd_table host_allocs;
+
+static void count_bad_free(struct sd_device *d)
+{
+    d->c.invalid_frees++;
+}
+
+int sd_malloc(void **p, size_t n)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!p)
+        return SD_EINVAL;
+    if (n == 0) {
+        *p = NULL;
+        return SD_OK;
+    }
+    sd_spin_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = sd_cur();
+    rc = sd_dev_alloc(d, n, false, p);
+    if (!rc) {
+        d->c.malloc_calls++;
+        d->c.malloc_bytes += n;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    sd_log("malloc(%zu) on device %d -> %d %p", n, d->id, rc, rc ? NULL : *p);
+    return rc;
+}
+
+int sd_free(void *p)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!p)
+        return SD_OK;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *owner = sd_dev_of(p);
+    struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
+    if (!a || a->free_pending) {
+        count_bad_free(owner ? owner : sd_cur());
+        pthread_mutex_unlock(&sd_lock);
+        sd_log("free(%p): not a live allocation", p);
+        return SD_EBADFREE;
+    }
+    owner->c.device_syncs++;
+    sd_wait_device(owner);
+    pthread_mutex_unlock(&sd_lock);
+    sd_spin_us(sd_cfg.free_us);
+    pthread_mutex_lock(&sd_lock);
+    a = sd_table_find_start(&owner->allocs, (uintptr_t)p);
+    if (!a || a->free_pending) { /* another thread freed it meanwhile */
+        count_bad_free(owner);
+        rc = SD_EBADFREE;
+    } else {
+        owner->c.free_calls++;
+        owner->c.free_bytes += a->size;
+        sd_dev_release(owner, (uintptr_t)p);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    sd_log("free(%p) on device %d -> %d", p, owner->id, rc);
+    return rc;
+}
+
+int sd_malloc_async(void **p, size_t n, void *stream, int ptsz)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!p)
+        return SD_EINVAL;
+    sd_spin_us(sd_cfg.async_us);
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc && n == 0)
+        *p = NULL;
+    else if (!rc)
+        rc = sd_dev_alloc(s->dev, n, true, p);
+    if (!rc)
+        s->dev->c.malloc_async_calls++;
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_free_async(void *p, void *stream, int ptsz)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    sd_spin_us(sd_cfg.async_us);
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    rc = sd_resolve_stream(stream, ptsz, &s);
+    if (rc || !p) {
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
+    struct sd_device *owner = sd_dev_of(p);
+    struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
+    struct sd_op *op = NULL;
+    if (!a || a->free_pending) {
+        count_bad_free(owner ? owner : s->dev);
+        rc = SD_EBADFREE;
+    } else if (!(op = sd_op_new(OP_FREE))) {
+        rc = SD_ENOMEM;
+    } else {
+        a->free_pending = true;
+        op->u.free.addr = (uintptr_t)p;
+        op->u.free.dev = owner->id;
+        sd_enqueue(s, op, NULL);
+        s->dev->c.free_async_calls++;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_mem_info(size_t *free_bytes, size_t *total)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!free_bytes || !total)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    *total = sd_cfg.memory;
+    *free_bytes = sd_cfg.memory - sd_cur()->used;
+    pthread_mutex_unlock(&sd_lock);
+    return SD_OK;
+}
+
+int sd_host_alloc(void **p, size_t n, int managed)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!p)
+        return SD_EINVAL;
+    if (n == 0) {
+        *p = NULL;
+        return SD_OK;
+    }
+    void *m = NULL;
+    if (posix_memalign(&m, 4096, n) != 0)
+        return SD_ENOMEM;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = sd_cur();
+    size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
+    if (managed && rsize > sd_cfg.memory - d->used) {
+        d->c.oom++;
+        rc = SD_ENOMEM;
+    } else {
+        /* span carries the device id, async says managed: fields reused for host records */
+        struct sd_alloc a = {.addr = (uintptr_t)m, .size = n, .rsize = managed ? rsize : 0,
+                             .span = (size_t)d->id, .async = managed != 0};
+        if (sd_table_insert(&host_allocs, &a) != 0) {
+            rc = SD_ENOMEM;
+        } else if (managed) {
+            d->used += rsize;
+            d->c.reserved_bytes = d->used;
+            if (d->used > d->c.peak_reserved_bytes)
+                d->c.peak_reserved_bytes = d->used;
+        }
+    }
+    pthread_mutex_unlock(&sd_lock);
+    if (rc)
+        free(m);
+    else
+        *p = m;
+    return rc;
+}
+
+int sd_host_free(void *p)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!p)
+        return SD_OK;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_alloc *a = sd_table_find_start(&host_allocs, (uintptr_t)p);
+    if (!a) {
+        count_bad_free(sd_cur());
+        pthread_mutex_unlock(&sd_lock);
+        return SD_EBADFREE;
+    }
+    struct sd_device *d = &sd_dev[a->span];
+    /* Freeing pinned or managed memory waits for the device, as the real call does. */
+    d->c.device_syncs++;
+    sd_wait_device(d);
+    a = sd_table_find_start(&host_allocs, (uintptr_t)p);
+    if (!a) {
+        count_bad_free(d);
+        rc = SD_EBADFREE;
+    } else {
+        d->used -= a->rsize;
+        d->c.reserved_bytes = d->used;
+        sd_table_remove(&host_allocs, (uintptr_t)p);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    if (!rc)
+        free(p);
+    return rc;
+}
+
+/* Managed allocation holding [p, p+n), or NULL. Under sd_lock. */
+static struct sd_alloc *managed_of(const void *p)
+{
+    struct sd_alloc *a = sd_table_find_containing(&host_allocs, (uintptr_t)p);
+    return a && a->async ? a : NULL;
+}
+
+int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **hptr)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *owner = sd_dev_of(p);
+    struct sd_alloc *h = owner ? NULL : sd_table_find_containing(&host_allocs, (uintptr_t)p);
+    if (owner && sd_table_find_containing(&owner->allocs, (uintptr_t)p)) {
+        *type = SD_PTR_DEVICE;
+        *device = owner->id;
+        *dptr = (void *)p;
+        *hptr = NULL;
+    } else if (h) {
+        *type = h->async ? SD_PTR_MANAGED : SD_PTR_HOST;
+        *device = (int)h->span;
+        *dptr = (void *)p;
+        *hptr = (void *)p;
+    } else {
+        *type = SD_PTR_UNREGISTERED;
+        *device = -2;
+        *dptr = NULL;
+        *hptr = owner ? NULL : (void *)p;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return SD_OK;
+}
+
+/* Where a pointer lives: a device id, or -1 for host memory. Under sd_lock. */
+static int where(const void *p)
+{
+    struct sd_device *d = sd_dev_of(p);
+    return d ? d->id : -1;
+}
+
+int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (kind < 0 || kind > 4)
+        return SD_EDIR;
+    if (n && (!dst || !src))
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    int dd = where(dst), sdv = where(src);
+    static const int want_dst[4] = {-1, 1, -1, 1}, want_src[4] = {-1, -1, 1, 1};
+    struct sd_stream *s = NULL;
+    if (kind != 4 && n && ((want_dst[kind] < 0) != (dd < 0) || (want_src[kind] < 0) != (sdv < 0)))
+        rc = SD_EINVAL;
+    if (!rc)
+        rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    struct sd_op *op = rc ? NULL : sd_op_new(OP_COPY);
+    if (!rc && !op)
+        rc = SD_ENOMEM;
+    if (!rc) {
+        op->u.copy.dst = dst;
+        op->u.copy.src = src;
+        op->u.copy.n = n;
+        op->u.copy.dst_dev = dd;
+        op->u.copy.src_dev = sdv;
+        uint64_t seq = sd_enqueue(s, op, NULL);
+        if (wait) {
+            sd_wait_seq(s, seq);
+            rc = s->dev->sticky;
+        }
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&sd_lock);
+    int dd = where(dst);
+    struct sd_stream *s = NULL;
+    if (n && dd < 0 && !managed_of(dst))
+        rc = SD_EINVAL;
+    if (!rc)
+        rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    struct sd_op *op = rc ? NULL : sd_op_new(OP_SET);
+    if (!rc && !op)
+        rc = SD_ENOMEM;
+    if (!rc) {
+        op->u.set.dst = dst;
+        op->u.set.value = value;
+        op->u.set.n = n;
+        op->u.set.dev = dd;
+        sd_enqueue(s, op, NULL);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}

@@ -1,0 +1,277 @@
+/* sd_stream.c: streams as worker threads with FIFO queues. Every op carries the (stream, seq)
+ * pairs it must wait for; legacy default-stream semantics are those dependencies, added at
+ * enqueue time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_internal.h"
+
+struct sd_set sd_streams_set, sd_events_set;
+
+/* Per host thread: its per-thread default stream on each device, tagged with the device's
+ * reset generation so a reset makes it stale. */
+struct pt_slot {
+    struct sd_stream *s;
+    uint64_t gen;
+};
+static pthread_key_t pt_key;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+
+static void pt_release(void *v)
+{
+    struct pt_slot *slots = v;
+    pthread_mutex_lock(&sd_lock);
+    for (int i = 0; i < SD_MAX_DEVICES; i++)
+        if (slots[i].s && slots[i].gen == sd_dev[i].gen)
+            sd_stream_close(slots[i].s);
+    pthread_mutex_unlock(&sd_lock);
+    free(slots);
+}
+
+static void pt_init(void)
+{
+    pthread_key_create(&pt_key, pt_release);
+}
+
+void sd_stream_unref(struct sd_stream *s)
+{
+    if (--s->refs == 0) {
+        pthread_cond_destroy(&s->work);
+        free(s);
+    }
+}
+
+static void complete(struct sd_stream *s, struct sd_op *op)
+{
+    s->done = op->seq;
+    s->done_time = sd_now();
+    if (op->kind == OP_EVENT) {
+        struct sd_event *e = op->u.event.ev;
+        if (e->gen == op->u.event.gen)
+            e->time = s->done_time;
+        sd_event_unref(e);
+    }
+    if (op->kind == OP_FREE) {
+        struct sd_device *owner = &sd_dev[op->u.free.dev];
+        if (owner->base)
+            sd_dev_release(owner, op->u.free.addr);
+    }
+    for (int i = 0; i < op->ndeps; i++)
+        sd_stream_unref(op->deps[i].s);
+    free(op);
+    pthread_cond_broadcast(&sd_cv);
+}
+
+static void *worker(void *arg)
+{
+    struct sd_stream *s = arg;
+    pthread_mutex_lock(&sd_lock);
+    for (;;) {
+        while (!s->head && !s->closing)
+            pthread_cond_wait(&s->work, &sd_lock);
+        if (!s->head)
+            break;
+        struct sd_op *op = s->head;
+        for (int i = 0; i < op->ndeps; i++)
+            while (op->deps[i].s->done < op->deps[i].seq)
+                pthread_cond_wait(&sd_cv, &sd_lock);
+        pthread_mutex_unlock(&sd_lock);
+        sd_op_execute(s, op);
+        pthread_mutex_lock(&sd_lock);
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        complete(s, op);
+    }
+    struct sd_device *d = s->dev;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        d->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    sd_stream_unref(s);
+    pthread_cond_broadcast(&sd_cv);
+    pthread_mutex_unlock(&sd_lock);
+    return NULL;
+}
+
+int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags, int prio,
+                  struct sd_stream **out)
+{
+    struct sd_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return SD_ENOMEM;
+    s->dev = d;
+    s->kind = kind;
+    s->flags = flags;
+    s->priority = prio;
+    s->refs = 2; /* the owner's and the worker's */
+    pthread_cond_init(&s->work, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, worker, s);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->work);
+        free(s);
+        return SD_ENOMEM;
+    }
+    s->next = d->streams;
+    if (d->streams)
+        d->streams->prev = s;
+    d->streams = s;
+    *out = s;
+    return SD_OK;
+}
+
+void sd_stream_close(struct sd_stream *s)
+{
+    s->closing = true;
+    pthread_cond_signal(&s->work);
+    sd_stream_unref(s);
+}
+
+int sd_resolve_stream(void *handle, int ptsz, struct sd_stream **out)
+{
+    uintptr_t h = (uintptr_t)handle;
+    struct sd_device *d = sd_cur();
+    if (h == 0)
+        h = ptsz ? 2 : 1;
+    if (h == 1) {
+        if (!d->legacy) {
+            int rc = sd_stream_new(d, SK_LEGACY, 0, 0, &d->legacy);
+            if (rc)
+                return rc;
+        }
+        *out = d->legacy;
+        return SD_OK;
+    }
+    if (h == 2) {
+        pthread_once(&pt_once, pt_init);
+        struct pt_slot *slots = pthread_getspecific(pt_key);
+        if (!slots) {
+            slots = calloc(SD_MAX_DEVICES, sizeof *slots);
+            if (!slots)
+                return SD_ENOMEM;
+            pthread_setspecific(pt_key, slots);
+        }
+        struct pt_slot *sl = &slots[d->id];
+        if (!sl->s || sl->gen != d->gen) {
+            int rc = sd_stream_new(d, SK_PERTHREAD, 0, 0, &sl->s);
+            if (rc) {
+                sl->s = NULL;
+                return rc;
+            }
+            sl->gen = d->gen;
+        }
+        *out = sl->s;
+        return SD_OK;
+    }
+    if (!sd_set_has(&sd_streams_set, handle))
+        return SD_EHANDLE;
+    *out = handle;
+    return SD_OK;
+}
+
+struct sd_op *sd_op_new(enum sd_op_kind kind)
+{
+    struct sd_op *op = calloc(1, sizeof *op);
+    if (op)
+        op->kind = kind;
+    return op;
+}
+
+static bool pending(const struct sd_stream *s)
+{
+    return s->done < s->enq;
+}
+
+uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra)
+{
+    struct sd_device *d = s->dev;
+    struct sd_dep deps[SD_MAX_DEVICES + 256];
+    int n = 0;
+    if (extra && extra->s != s && extra->s->done < extra->seq)
+        deps[n++] = *extra;
+    if (s->kind == SK_LEGACY) {
+        /* Legacy work waits for all earlier work of every blocking stream of the device. */
+        for (struct sd_stream *o = d->streams; o; o = o->next)
+            if (o != s && !(o->flags & 1) && pending(o)) {
+                if (n == (int)(sizeof deps / sizeof deps[0])) {
+                    /* Too many to list: wait on the host instead; still correct, only slower. */
+                    sd_wait_seq(o, o->enq);
+                    continue;
+                }
+                deps[n++] = (struct sd_dep){o, o->enq};
+            }
+    } else if (!(s->flags & 1) && d->legacy && d->legacy != s && pending(d->legacy)) {
+        deps[n++] = (struct sd_dep){d->legacy, d->legacy->enq};
+    }
+    struct sd_op *full = realloc(op, sizeof *op + (size_t)n * sizeof deps[0]);
+    if (!full) {
+        /* Cannot record the dependencies: satisfy them now on the host. */
+        for (int i = 0; i < n; i++)
+            sd_wait_seq(deps[i].s, deps[i].seq);
+        n = 0;
+        full = op;
+    }
+    op = full;
+    op->ndeps = n;
+    for (int i = 0; i < n; i++) {
+        op->deps[i] = deps[i];
+        deps[i].s->refs++;
+    }
+    op->next = NULL;
+    op->seq = ++s->enq;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    pthread_cond_signal(&s->work);
+    return op->seq;
+}
+
+void sd_wait_seq(struct sd_stream *s, uint64_t seq)
+{
+    s->refs++;
+    while (s->done < seq)
+        pthread_cond_wait(&sd_cv, &sd_lock);
+    sd_stream_unref(s);
+}
+
+void sd_wait_device(struct sd_device *d)
+{
+    size_t n = 0;
+    for (struct sd_stream *s = d->streams; s; s = s->next)
+        n++;
+    if (!n)
+        return;
+    struct sd_dep *snap = malloc(n * sizeof *snap);
+    if (!snap) {
+        while (1) {
+            bool busy = false;
+            for (struct sd_stream *s = d->streams; s; s = s->next)
+                busy |= pending(s);
+            if (!busy)
+                return;
+            pthread_cond_wait(&sd_cv, &sd_lock);
+        }
+    }
+    size_t k = 0;
+    for (struct sd_stream *s = d->streams; s; s = s->next) {
+        snap[k++] = (struct sd_dep){s, s->enq};
+        s->refs++;
+    }
+    for (size_t i = 0; i < k; i++) {
+        while (snap[i].s->done < snap[i].seq)
+            pthread_cond_wait(&sd_cv, &sd_lock);
+        sd_stream_unref(snap[i].s);
+    }
+    free(snap);
+}

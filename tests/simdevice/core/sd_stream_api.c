@@ -1,0 +1,169 @@
+/* sd_stream_api.c: the stream calls of the API, on top of sd_stream.c's queues. */
+#include <stdlib.h>
+
+#include "sd_internal.h"
+
+int sd_stream_create(void **out, unsigned flags, int priority)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    if (!out || flags > 1)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    rc = sd_stream_new(sd_cur(), SK_USER, flags, priority, &s);
+    if (!rc && sd_set_add(&sd_streams_set, s) != 0) {
+        sd_stream_close(s);
+        rc = SD_ENOMEM;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    if (!rc)
+        *out = s;
+    return rc;
+}
+
+int sd_stream_destroy(void *stream)
+{
+    sd_init();
+    uintptr_t h = (uintptr_t)stream;
+    if (h <= 2)
+        return SD_EHANDLE;
+    pthread_mutex_lock(&sd_lock);
+    int rc = SD_EHANDLE;
+    if (sd_set_has(&sd_streams_set, stream)) {
+        struct sd_stream *s = stream;
+        sd_set_del(&sd_streams_set, s);
+        rc = s->dev->sticky;
+        sd_stream_close(s); /* returns at once: the worker drains its queue, then exits */
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_stream_sync(void *stream, int ptsz)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    if (!rc) {
+        if (s->kind == SK_LEGACY) {
+            /* Waiting on the legacy stream waits for the blocking streams as a legacy op would. */
+            struct sd_op *op = sd_op_new(OP_NOP);
+            if (op)
+                sd_wait_seq(s, sd_enqueue(s, op, NULL));
+            else
+                sd_wait_device(s->dev);
+        } else {
+            sd_wait_seq(s, s->enq);
+        }
+        rc = s->dev->sticky;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_stream_query(void *stream, int ptsz)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    if (!rc && s->done < s->enq)
+        rc = SD_ENOTREADY;
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_stream_flags(void *stream, int ptsz, unsigned *flags)
+{
+    sd_init();
+    if (!flags)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        *flags = s->flags;
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz)
+{
+    sd_init();
+    if (flags > 1)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc && !sd_set_has(&sd_events_set, event))
+        rc = SD_EHANDLE;
+    if (!rc)
+        rc = s->dev->sticky;
+    if (!rc) {
+        struct sd_event *e = event;
+        s->dev->c.stream_waits++;
+        if (e->recorded && e->s->done < e->seq) {
+            /* The stream waits on the device side: a marker op that depends on the event. */
+            struct sd_op *op = sd_op_new(OP_NOP);
+            struct sd_dep dep = {e->s, e->seq};
+            if (op)
+                sd_enqueue(s, op, &dep);
+            else
+                rc = SD_ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_host_func(void *stream, int ptsz, sd_hostfn fn, void *arg)
+{
+    sd_init();
+    if (!fn)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    struct sd_op *op = rc ? NULL : sd_op_new(OP_HOSTFN);
+    if (!rc && !op)
+        rc = SD_ENOMEM;
+    if (!rc) {
+        op->u.hostfn.fn = fn;
+        op->u.hostfn.arg = arg;
+        sd_enqueue(s, op, NULL);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_stream_callback(void *stream, int ptsz, sd_callback cb, void *arg, unsigned flags)
+{
+    sd_init();
+    if (!cb || flags != 0)
+        return SD_EINVAL;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_stream *s;
+    int rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc)
+        rc = s->dev->sticky;
+    struct sd_op *op = rc ? NULL : sd_op_new(OP_CALLBACK);
+    if (!rc && !op)
+        rc = SD_ENOMEM;
+    if (!rc) {
+        op->u.callback.cb = cb;
+        op->u.callback.arg = arg;
+        op->u.callback.handle = stream;
+        sd_enqueue(s, op, NULL);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* hip_errors.c: last error and the error-name and error-string calls. */
+#include "hip_front.h"
+
+hipError_t hip_ret(int rc)
+{
+    if (rc == SD_EBADFREE)
+        rc = SD_EDEVPTR; /* what ROCm 5.2 documents for hipFree of a bad pointer */
+    if (rc != SD_OK && rc != SD_ENOTREADY)
+        sd_record_error(rc);
+    return rc;
+}
+
+static const struct {
+    int code;
+    const char *name, *text;
+} errs[] = {
+    {0, "hipSuccess", "no error"},
+    {1, "hipErrorInvalidValue", "invalid argument"},
+    {2, "hipErrorOutOfMemory", "out of memory"},
+    {3, "hipErrorNotInitialized", "initialization error"},
+    {17, "hipErrorInvalidDevicePointer", "invalid device pointer"},
+    {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {101, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {400, "hipErrorInvalidHandle", "invalid resource handle"},
+    {600, "hipErrorNotReady", "device not ready"},
+    {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
+    {801, "hipErrorNotSupported", "operation not supported"},
+    {999, "hipErrorUnknown", "unknown error"},
+};
+
+/* The error's enumerator name. */
+API const char *hipGetErrorName(hipError_t e)
+{
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+        if (errs[i].code == e)
+            return errs[i].name;
+    return "hipErrorUnknown";
+}
+
+/* The error's description. */
+API const char *hipGetErrorString(hipError_t e)
+{
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+        if (errs[i].code == e)
+            return errs[i].text;
+    return "unknown error";
+}
+
+/* Returns and clears the thread's last error (a sticky fault stays). */
+API hipError_t hipGetLastError(void) { return sd_last_error(1); }
+/* Returns the thread's last error without clearing it. */
+API hipError_t hipPeekAtLastError(void) { return sd_last_error(0); }

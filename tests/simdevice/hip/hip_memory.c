@@ -1,0 +1,75 @@
+/* hip_memory.c: the HIP memory calls (allocation, copies, sets, pointer queries). */
+#include "hip_front.h"
+
+__attribute__((constructor)) static void hip_flavor(void)
+{
+    sd_set_flavor("hip");
+}
+
+/* Identifies the stand-in, so a test can show the simulator answered. */
+API const char *simdev_identify(void) { return "simdevice hip"; }
+/* Copies device `device`'s counters (-1: totals) to *out; 0 on success. */
+API int simdev_get_counters(int device, struct simdev_counters *out) { return sd_get_counters(device, out); }
+
+/* Allocates device memory on the current device. */
+API hipError_t hipMalloc(void **p, size_t n) { return hip_ret(sd_malloc(p, n)); }
+/* hipMalloc with flags (ignored). */
+API hipError_t hipExtMallocWithFlags(void **p, size_t n, unsigned f) { (void)f; return hip_ret(sd_malloc(p, n)); }
+/* Frees device memory after waiting for the whole device. */
+API hipError_t hipFree(void *p) { return hip_ret(sd_free(p)); }
+/* Stream-ordered allocation. */
+API hipError_t hipMallocAsync(void **p, size_t n, hipStream_t s) { return hip_ret(sd_malloc_async(p, n, s, 0)); }
+/* Stream-ordered free: takes effect when the stream reaches it. */
+API hipError_t hipFreeAsync(void *p, hipStream_t s) { return hip_ret(sd_free_async(p, s, 0)); }
+/* Free and total memory of the current device. */
+API hipError_t hipMemGetInfo(size_t *f, size_t *t) { return hip_ret(sd_mem_info(f, t)); }
+/* Pinned host memory (plain host memory here). */
+API hipError_t hipHostMalloc(void **p, size_t n, unsigned f) { (void)f; return hip_ret(sd_host_alloc(p, n, 0)); }
+/* Deprecated alias of hipHostMalloc. */
+API hipError_t hipMallocHost(void **p, size_t n) { return hip_ret(sd_host_alloc(p, n, 0)); }
+/* Deprecated alias of hipHostMalloc. */
+API hipError_t hipHostAlloc(void **p, size_t n, unsigned f) { (void)f; return hip_ret(sd_host_alloc(p, n, 0)); }
+/* Frees pinned host memory. */
+API hipError_t hipHostFree(void *p) { return hip_ret(sd_host_free(p)); }
+/* Deprecated alias of hipHostFree. */
+API hipError_t hipFreeHost(void *p) { return hip_ret(sd_host_free(p)); }
+/* Managed memory: host memory counted against the device's capacity. */
+API hipError_t hipMallocManaged(void **p, size_t n, unsigned f)
+{
+    if (f != 1 && f != 2)
+        return hip_ret(SD_EINVAL);
+    return hip_ret(sd_host_alloc(p, n, 1));
+}
+
+/* Synchronous copy on the null stream. */
+API hipError_t hipMemcpy(void *d, const void *s, size_t n, int kind) { return hip_ret(sd_memcpy(d, s, n, kind, 0, 0, 1)); }
+/* Synchronous copy on a given stream. */
+API hipError_t hipMemcpyWithStream(void *d, const void *s, size_t n, int kind, hipStream_t st) { return hip_ret(sd_memcpy(d, s, n, kind, st, 0, 1)); }
+/* Synchronous host-to-device copy. */
+API hipError_t hipMemcpyHtoD(void *d, void *s, size_t n) { return hip_ret(sd_memcpy(d, s, n, 1, 0, 0, 1)); }
+/* Synchronous device-to-host copy. */
+API hipError_t hipMemcpyDtoH(void *d, void *s, size_t n) { return hip_ret(sd_memcpy(d, s, n, 2, 0, 0, 1)); }
+/* Asynchronous copy, run by the stream's worker. */
+API hipError_t hipMemcpyAsync(void *d, const void *s, size_t n, int kind, hipStream_t st) { return hip_ret(sd_memcpy(d, s, n, kind, st, 0, 0)); }
+/* Memset queued on the null stream. */
+API hipError_t hipMemset(void *d, int v, size_t n) { return hip_ret(sd_memset(d, v, n, 0, 0)); }
+/* Byte memset queued on the null stream. */
+API hipError_t hipMemsetD8(void *d, unsigned char v, size_t n) { return hip_ret(sd_memset(d, v, n, 0, 0)); }
+/* Asynchronous memset. */
+API hipError_t hipMemsetAsync(void *d, int v, size_t n, hipStream_t st) { return hip_ret(sd_memset(d, v, n, st, 0)); }
+
+/* Classifies a pointer; memory HIP does not know is hipErrorInvalidValue, as in ROCm 5.2. */
+API hipError_t hipPointerGetAttributes(struct hip_pointer_attribute *a, const void *p)
+{
+    if (!a || !p)
+        return hip_ret(SD_EINVAL);
+    int type, dev;
+    void *dp, *hp;
+    sd_pointer_info(p, &type, &dev, &dp, &hp);
+    if (type == SD_PTR_UNREGISTERED)
+        return hip_ret(SD_EINVAL);
+    *a = (struct hip_pointer_attribute){.memoryType = type == SD_PTR_DEVICE ? 1 : 0,
+                                        .device = dev, .devicePointer = dp, .hostPointer = hp,
+                                        .isManaged = type == SD_PTR_MANAGED};
+    return SD_OK;
+}
