@@ -1,2 +1,377 @@
-/* placeholder: filled in by its owner */
-typedef int ca_placeholder_stats_writer;
+/* The statistics writer: creates /cachealloc.<uid>.<pid>, publishes the source's counters into
+ * it under per-record seqlocks, and runs the monitor thread (heartbeat, periodic snapshots,
+ * reclaim requests from readers). Layout and protocol: stats_abi.h and docs/stats.md. */
+#include "stats_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stats_abi.h"
+
+_Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
+               "stats_abi.h fields and ca_dev_stats differ");
+
+#define MONITOR_PERIOD_NS 250000000L
+#define STOP_WAIT_S 1 /* how long exit waits for a reclaim in flight */
+
+/* One started segment; the monitor thread holds a pointer to it for its whole life. */
+typedef struct writer_state {
+    ca_stats_source src;
+    ca_stats_header *hdr;
+    size_t size;
+    unsigned gen; /* the generation this segment belongs to */
+} writer_state;
+
+/* lock: start/stop. pub_lock: every write of records (short; never across a blocking call).
+ * rec_lock: a reclaim in flight, so that stop can wait for it before unmapping. The monitor
+ * checks g_gen after taking pub_lock or rec_lock: a changed generation means "stopped, leave". */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_pub_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_gen;              /* atomic */
+static writer_state *g_state;       /* current segment, NULL when stopped */
+static int g_failed;                /* a start failed: do not retry on every allocation */
+static int g_atexit_done;
+static char g_path[PATH_MAX];       /* shm name ("/cachealloc...") or file path */
+static int g_in_dir;                /* g_path is a file path (CACHEALLOC_SHM_DIR) */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned current_gen(void) { return __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE); }
+
+/* Field 22 of /proc/self/stat; the fields after the command name (which may hold spaces and
+ * parentheses) are counted from the last ')'. */
+static uint64_t process_start_time(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++) { /* p sits before field `field` */
+        p = strchr(p + 1, ' ');
+    }
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void read_cmdline(char *out, size_t len)
+{
+    out[0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, len - 1);
+    close(fd);
+    if (n <= 0) {
+        out[0] = '\0';
+        return;
+    }
+    while (n > 0 && out[n - 1] == '\0')
+        n--;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == '\0')
+            out[i] = ' ';
+    out[n] = '\0';
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    if (!src)
+        src = "";
+    size_t n = strlen(src);
+    if (n >= len)
+        n = len - 1;
+    memcpy(dst, src, n);
+    memset(dst + n, 0, len - n);
+}
+
+/* Create the segment file exclusively. A file already carrying our own pid is a leftover of a
+ * dead process that had this pid: remove it once and retry. */
+static int create_segment(void)
+{
+    const char *dir = getenv(CA_STATS_DIR_ENV);
+    unsigned uid = (unsigned)geteuid();
+    int pid = (int)getpid();
+    int n;
+    g_in_dir = dir && *dir;
+    if (g_in_dir)
+        n = snprintf(g_path, sizeof g_path, "%s/" CA_STATS_NAME_PREFIX "%u.%d", dir, uid, pid);
+    else
+        n = snprintf(g_path, sizeof g_path, "/" CA_STATS_NAME_PREFIX "%u.%d", uid, pid);
+    if (n < 0 || (size_t)n >= sizeof g_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd;
+        if (g_in_dir)
+            fd = open(g_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        else
+            fd = shm_open(g_path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0 || errno != EEXIST || attempt > 0)
+            return fd;
+        if ((g_in_dir ? unlink(g_path) : shm_unlink(g_path)) != 0)
+            return -1;
+    }
+    return -1;
+}
+
+static void remove_segment(void)
+{
+    if (g_in_dir)
+        unlink(g_path);
+    else
+        shm_unlink(g_path);
+}
+
+static void put64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+/* Seqlock write of one record: odd while inside, even when done. One writer at a time
+ * (g_pub_lock). */
+static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int in_use)
+{
+    uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&r->device, (uint32_t)dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->in_use, (uint32_t)in_use, __ATOMIC_RELAXED);
+#define CA_PUT_FIELD_(name, kind, help) put64(&r->v.name, s->name);
+    CA_STATS_FIELDS(CA_PUT_FIELD_)
+#undef CA_PUT_FIELD_
+    __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+static ca_stats_record *record_at(ca_stats_header *h, unsigned i)
+{
+    return (ca_stats_record *)((char *)h + sizeof *h + (size_t)i * sizeof(ca_stats_record));
+}
+
+/* Snapshot the source into the segment. Caller holds g_pub_lock and has checked the gen. */
+static void publish_locked(writer_state *st)
+{
+    int count = st->src.device_count ? st->src.device_count(st->src.ctx) : 0;
+    if (count < 0)
+        count = 0;
+    if ((unsigned)count > st->hdr->device_capacity)
+        count = (int)st->hdr->device_capacity;
+    unsigned used = __atomic_load_n(&st->hdr->device_used, __ATOMIC_RELAXED);
+    for (int dev = 0; dev < count; dev++) {
+        ca_dev_stats s;
+        memset(&s, 0, sizeof s);
+        int in_use = st->src.read_device && st->src.read_device(st->src.ctx, dev, &s) != 0;
+        if (!in_use)
+            memset(&s, 0, sizeof s);
+        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use);
+    }
+    /* device_used only grows: a reader never loses sight of a device it has seen. */
+    if ((unsigned)count > used)
+        __atomic_store_n(&st->hdr->device_used, (uint32_t)count, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&st->hdr->publish_count, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->hdr->heartbeat_ns, now_ns(), __ATOMIC_RELEASE);
+}
+
+/* Publish unless the segment was stopped meanwhile. */
+static void publish_if_current(writer_state *st)
+{
+    pthread_mutex_lock(&g_pub_lock);
+    if (current_gen() == st->gen)
+        publish_locked(st);
+    pthread_mutex_unlock(&g_pub_lock);
+}
+
+/* Serve a pending reclaim request, if any. Returns 0 when the segment was stopped. */
+static int serve_reclaim(writer_state *st)
+{
+    pthread_mutex_lock(&g_rec_lock);
+    if (current_gen() != st->gen) {
+        pthread_mutex_unlock(&g_rec_lock);
+        return 0;
+    }
+    uint64_t req = __atomic_load_n(&st->hdr->reclaim_request, __ATOMIC_ACQUIRE);
+    uint64_t seq = CA_STATS_RECLAIM_SEQ(req);
+    if (seq != __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_RELAXED)) {
+        int dev = CA_STATS_RECLAIM_DEV(req);
+        uint64_t bytes = st->src.reclaim ? st->src.reclaim(st->src.ctx, dev) : 0;
+        /* Publish first, so a reader that sees the answer also sees the lower numbers. */
+        publish_if_current(st);
+        __atomic_store_n(&st->hdr->reclaim_bytes, bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->hdr->reclaim_done, seq, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_rec_lock);
+    return 1;
+}
+
+static void *monitor_main(void *arg)
+{
+    writer_state *st = arg;
+    for (;;) {
+        struct timespec ts = {0, MONITOR_PERIOD_NS};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        if (current_gen() != st->gen)
+            break;
+        publish_if_current(st);
+        if (!serve_reclaim(st))
+            break;
+    }
+    /* The state is freed here, never by stop: the thread may still hold it. The mapping is
+     * unmapped by stop only when this thread was not inside a reclaim. */
+    free(st);
+    return NULL;
+}
+
+/* The thread must not take signals meant for the program, nor keep it alive (detached). */
+static int start_monitor(writer_state *st)
+{
+    sigset_t all, old;
+    pthread_attr_t attr;
+    pthread_t tid;
+    sigfillset(&all);
+    if (pthread_attr_init(&attr) != 0)
+        return -1;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&tid, &attr, monitor_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
+}
+
+static void stats_atexit(void) { ca_stats_stop(); }
+
+int ca_stats_start(const ca_stats_source *src, const char *api, const char *config_summary)
+{
+    if (!src)
+        return -1;
+    pthread_mutex_lock(&g_lock);
+    if (g_state || g_failed) {
+        int rc = g_state ? 0 : -1;
+        pthread_mutex_unlock(&g_lock);
+        return rc;
+    }
+    size_t size = sizeof(ca_stats_header) + CA_STATS_DEVICE_CAPACITY * sizeof(ca_stats_record);
+    writer_state *st = calloc(1, sizeof *st);
+    int fd = st ? create_segment() : -1;
+    void *map = MAP_FAILED;
+    if (fd >= 0) {
+        if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)size) == 0)
+            map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (map == MAP_FAILED)
+            remove_segment();
+    }
+    if (map == MAP_FAILED) {
+        free(st);
+        g_failed = 1;
+        pthread_mutex_unlock(&g_lock);
+        return -1;
+    }
+    ca_stats_header *h = map;
+    h->abi_version = CA_STATS_ABI_VERSION;
+    h->header_size = sizeof *h;
+    h->record_size = sizeof(ca_stats_record);
+    h->device_capacity = CA_STATS_DEVICE_CAPACITY;
+    h->uid = (uint32_t)geteuid();
+    h->pid = (uint64_t)getpid();
+    h->start_time = process_start_time();
+    copy_str(h->api, sizeof h->api, api);
+    copy_str(h->config, sizeof h->config, config_summary);
+    read_cmdline(h->cmdline, sizeof h->cmdline);
+
+    st->src = *src;
+    st->hdr = h;
+    st->size = size;
+    st->gen = current_gen();
+    g_state = st;
+    pthread_mutex_lock(&g_pub_lock);
+    publish_locked(st);
+    pthread_mutex_unlock(&g_pub_lock);
+    /* Readers ignore a segment until the magic is there: store it last. */
+    __atomic_store_n(&h->magic, CA_STATS_MAGIC, __ATOMIC_RELEASE);
+
+    if (!g_atexit_done) {
+        g_atexit_done = 1;
+        atexit(stats_atexit);
+    }
+    /* Without a thread the segment stays (ca_stats_publish still works); st is then never
+     * freed, a few bytes once. */
+    (void)start_monitor(st);
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+void ca_stats_publish(void)
+{
+    pthread_mutex_lock(&g_pub_lock);
+    writer_state *st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    if (st && current_gen() == st->gen)
+        publish_locked(st);
+    pthread_mutex_unlock(&g_pub_lock);
+}
+
+void ca_stats_stop(void)
+{
+    pthread_mutex_lock(&g_lock);
+    writer_state *st = g_state;
+    if (!st) {
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    ca_stats_header *h = st->hdr;
+    size_t size = st->size;
+    pthread_mutex_lock(&g_pub_lock);
+    __atomic_store_n(&g_state, NULL, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&g_gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g_pub_lock);
+    remove_segment();
+
+    /* A reclaim in flight may still write the answer: wait for it a little, and if it does
+     * not finish, leave the mapping in place rather than pull it from under the thread. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += STOP_WAIT_S;
+    if (pthread_mutex_timedlock(&g_rec_lock, &until) == 0) {
+        munmap(h, size);
+        pthread_mutex_unlock(&g_rec_lock);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void ca_stats_forget_after_fork(void)
+{
+    /* The child has no monitor thread and must never write the parent's segment. A lock
+     * held by a parent thread at fork stays locked forever in the child: start afresh. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    g_lock = fresh;
+    g_pub_lock = fresh;
+    g_rec_lock = fresh;
+    if (g_state)
+        munmap(g_state->hdr, g_state->size); /* the child's own mapping only */
+    g_state = NULL; /* the parent's thread state is not ours: leak it, never free it */
+    g_failed = 0;
+    __atomic_fetch_add(&g_gen, 1, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,120 @@
+/* The statistics segment: the one interface src/ (the writer) shares with tools/ (the reader).
+ *
+ * One segment per process, named /cachealloc.<uid>.<pid> (a file in /dev/shm, or in
+ * $CACHEALLOC_SHM_DIR), mode 0600. A header, then device_capacity records of record_size bytes.
+ * Plain C, fixed layout: every offset below is static-asserted, so a change of layout cannot
+ * go unnoticed. Any incompatible change bumps CA_STATS_ABI_VERSION; readers reject other
+ * versions. docs/stats.md describes the protocol.
+ *
+ * Concurrency: the writer updates 64-bit fields with atomic stores. Each record is guarded by a
+ * seqlock (seq odd while the writer is inside; readers retry on an odd or changed value). The
+ * control words are written with atomic read-modify-write by readers and stores by the writer.
+ */
+#ifndef CACHEALLOC_STATS_ABI_H
+#define CACHEALLOC_STATS_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
+#define CA_STATS_ABI_VERSION 1u
+#define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
+#define CA_STATS_DEFAULT_DIR "/dev/shm"
+#define CA_STATS_DIR_ENV "CACHEALLOC_SHM_DIR"
+
+#define CA_STATS_API_LEN 16
+#define CA_STATS_CONFIG_LEN 240
+#define CA_STATS_CMDLINE_LEN 640
+#define CA_STATS_DEVICE_CAPACITY 64u   /* records the writer creates (CA_MAX_DEVICES)   */
+#define CA_STATS_MAX_RECORDS 1024u     /* readers reject larger counts                  */
+#define CA_STATS_MAX_SEGMENT (1u << 20)/* readers reject larger files                   */
+
+/* Reclaim requests: the reader sets reclaim_request to (seq << 16) | device code, seq one more
+ * than the previous request's, device code 0 for every device or device + 1. The writer
+ * answers by storing reclaim_bytes, then reclaim_done = seq (release order). */
+#define CA_STATS_RECLAIM_SEQ(word) ((word) >> 16)
+#define CA_STATS_RECLAIM_DEV(word) ((int)((word) & 0xffffu) - 1)   /* -1: all devices */
+#define CA_STATS_RECLAIM_WORD(seq, dev) \
+    (((uint64_t)(seq) << 16) | (uint64_t)((dev) < 0 ? 0u : ((unsigned)(dev) + 1u) & 0xffffu))
+
+/* Per-device statistics, in record order: X(name, kind, help), kind G (gauge) or C (counter).
+ * Names equal the fields of ca_dev_stats (src/arena.h); the writer static-asserts the match. */
+#define CA_STATS_FIELDS(X)                                                                    \
+    X(reserved_bytes, G, "Bytes in segments taken from the driver")                           \
+    X(allocated_bytes, G, "Bytes in blocks the program holds")                                \
+    X(cached_bytes, G, "Bytes in free blocks reusable by some stream")                        \
+    X(pending_bytes, G, "Bytes freed and waiting for a fence or an event")                    \
+    X(requested_bytes, G, "Bytes the program asked for, before rounding")                     \
+    X(peak_reserved_bytes, G, "Highest reserved_bytes seen")                                  \
+    X(peak_allocated_bytes, G, "Highest allocated_bytes seen")                                \
+    X(alloc_calls, C, "Allocation calls of the program")                                      \
+    X(free_calls, C, "Free calls of the program")                                             \
+    X(cache_hits, C, "Allocations served without the driver")                                 \
+    X(driver_alloc_calls, C, "Allocations asked of the driver")                               \
+    X(driver_free_calls, C, "Frees passed to the driver")                                     \
+    X(fences, C, "Fences recorded for the plain API")                                         \
+    X(device_syncs, C, "Device synchronizations done by the cache")                           \
+    X(oom_recoveries, C, "Out-of-memory conditions recovered by flushing the cache")          \
+    X(oom_failures, C, "Allocations that failed with out-of-memory")                          \
+    X(invalid_frees, C, "Frees of interior or already freed pointers")                        \
+    X(segments, G, "Segments taken from the driver")                                          \
+    X(largest_free_block, G, "Largest free block in bytes")
+
+#define CA_STATS_DECLARE_FIELD_(name, kind, help) uint64_t name;
+typedef struct ca_stats_values {
+    CA_STATS_FIELDS(CA_STATS_DECLARE_FIELD_)
+} ca_stats_values;
+#undef CA_STATS_DECLARE_FIELD_
+
+#define CA_STATS_COUNT_FIELD_(name, kind, help) +1
+enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
+#undef CA_STATS_COUNT_FIELD_
+
+/* One device. seq is the seqlock word; in_use is 0 for a slot the process never used. */
+typedef struct ca_stats_record {
+    uint64_t seq;
+    uint32_t device;
+    uint32_t in_use;
+    ca_stats_values v;
+    uint64_t spare[3];
+} ca_stats_record;
+
+typedef struct ca_stats_header {
+    uint64_t magic;            /* CA_STATS_MAGIC, stored last by the writer (release)      */
+    uint32_t abi_version;
+    uint32_t header_size;      /* sizeof(ca_stats_header)                                  */
+    uint32_t record_size;      /* sizeof(ca_stats_record)                                  */
+    uint32_t device_capacity;  /* records that follow the header                           */
+    uint32_t device_used;      /* records published so far (atomic)                        */
+    uint32_t uid;
+    uint64_t pid;
+    uint64_t start_time;       /* field 22 of /proc/<pid>/stat: clock ticks since boot      */
+    uint64_t heartbeat_ns;     /* CLOCK_MONOTONIC, beaten by the monitor thread (atomic)    */
+    uint64_t publish_count;    /* snapshots published (atomic)                             */
+    uint64_t reclaim_request;  /* written by readers: CA_STATS_RECLAIM_WORD                */
+    uint64_t reclaim_done;     /* written by the writer: seq of the last request served    */
+    uint64_t reclaim_bytes;    /* written by the writer: bytes released by that request    */
+    uint64_t flags;            /* none defined yet: 0                                      */
+    uint64_t spare[4];
+    char api[CA_STATS_API_LEN];          /* "cuda" or "hip", NUL-terminated                 */
+    char config[CA_STATS_CONFIG_LEN];    /* configuration summary, NUL-terminated           */
+    char cmdline[CA_STATS_CMDLINE_LEN];  /* arguments joined by spaces, truncated, NUL-term. */
+} ca_stats_header;
+
+_Static_assert(sizeof(ca_stats_values) == CA_STATS_NFIELDS * 8, "values are packed u64");
+_Static_assert(offsetof(ca_stats_record, v) == 16, "record layout");
+_Static_assert(sizeof(ca_stats_record) == 192, "record size");
+_Static_assert(offsetof(ca_stats_header, abi_version) == 8, "header layout");
+_Static_assert(offsetof(ca_stats_header, device_capacity) == 20, "header layout");
+_Static_assert(offsetof(ca_stats_header, device_used) == 24, "header layout");
+_Static_assert(offsetof(ca_stats_header, pid) == 32, "header layout");
+_Static_assert(offsetof(ca_stats_header, heartbeat_ns) == 48, "header layout");
+_Static_assert(offsetof(ca_stats_header, reclaim_request) == 64, "header layout");
+_Static_assert(offsetof(ca_stats_header, reclaim_done) == 72, "header layout");
+_Static_assert(offsetof(ca_stats_header, reclaim_bytes) == 80, "header layout");
+_Static_assert(offsetof(ca_stats_header, api) == 128, "header layout");
+_Static_assert(offsetof(ca_stats_header, config) == 144, "header layout");
+_Static_assert(offsetof(ca_stats_header, cmdline) == 384, "header layout");
+_Static_assert(sizeof(ca_stats_header) == 1024, "header size");
+
+#endif

@@ -1,0 +1,33 @@
+/* The statistics writer: this process's shared-memory segment (stats_abi.h) and the monitor
+ * thread that keeps it current and serves reclaim requests. Part of the arena library. */
+#ifndef CACHEALLOC_STATS_WRITER_H
+#define CACHEALLOC_STATS_WRITER_H
+
+#include <stdint.h>
+
+#include "arena.h"
+
+/* Where the numbers come from (the shim passes the arena). Callbacks run on the monitor thread
+ * and on callers of ca_stats_publish; they must be thread-safe. */
+typedef struct ca_stats_source {
+    void *ctx;
+    int (*device_count)(void *ctx);                            /* device slots in use      */
+    int (*read_device)(void *ctx, int dev, ca_dev_stats *out); /* 0 if dev unused          */
+    uint64_t (*reclaim)(void *ctx, int dev);                   /* dev<0: all; bytes freed  */
+} ca_stats_source;
+
+/* Create this process's segment and start the monitor thread; idempotent; 0 on success.
+ * Calls the source once before returning: do not call it while holding a lock the source
+ * takes. Honours CACHEALLOC_SHM_DIR (a directory to create the segment in, for tests). */
+int ca_stats_start(const ca_stats_source *src, const char *api, const char *config_summary);
+
+/* Publish now (also done by the monitor thread every 250 ms or so). */
+void ca_stats_publish(void);
+
+/* Remove the segment (also registered with atexit by ca_stats_start). */
+void ca_stats_stop(void);
+
+/* In a forked child: forget the parent's segment and thread without touching them. */
+void ca_stats_forget_after_fork(void);
+
+#endif

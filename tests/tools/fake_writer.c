@@ -1,0 +1,115 @@
+/* A process that publishes statistics from a fake source, for the cachealloc-top tests.
+ *
+ *   fake_writer [--devices N] [--mib M] [--api NAME] [--config TEXT]
+ *
+ * Device d reports reserved = (d + 1) * M MiB, half of it allocated, a quarter cached, a
+ * quarter pending; reclaim gives the cached bytes back. Prints "ready <pid>" once the segment
+ * exists, then sleeps (never calling the writer again) until SIGTERM or SIGINT, and exits
+ * normally so that the atexit handler removes the segment. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats_writer.h"
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_devices = 1;
+static uint64_t g_unit = 1u << 20;
+static uint64_t g_cached[CA_MAX_DEVICES], g_reserved[CA_MAX_DEVICES];
+
+static int fake_count(void *ctx)
+{
+    (void)ctx;
+    return g_devices;
+}
+
+static int fake_read(void *ctx, int dev, ca_dev_stats *o)
+{
+    (void)ctx;
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&g_lock);
+    uint64_t base = (uint64_t)(dev + 1) * g_unit;
+    o->reserved_bytes = g_reserved[dev];
+    o->allocated_bytes = base / 2;
+    o->cached_bytes = g_cached[dev];
+    o->pending_bytes = base / 4;
+    o->requested_bytes = base / 2 - 100;
+    o->peak_reserved_bytes = base;
+    o->peak_allocated_bytes = base / 2;
+    o->alloc_calls = 1000 * (uint64_t)(dev + 1);
+    o->free_calls = 900 * (uint64_t)(dev + 1);
+    o->cache_hits = 990 * (uint64_t)(dev + 1);
+    o->driver_alloc_calls = 10 * (uint64_t)(dev + 1);
+    o->driver_free_calls = 2;
+    o->fences = 7;
+    o->device_syncs = 1;
+    o->oom_recoveries = 3;
+    o->oom_failures = 1;
+    o->invalid_frees = 0;
+    o->segments = 4;
+    o->largest_free_block = g_cached[dev];
+    pthread_mutex_unlock(&g_lock);
+    return 1;
+}
+
+static uint64_t fake_reclaim(void *ctx, int dev)
+{
+    (void)ctx;
+    uint64_t freed = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int d = 0; d < g_devices; d++) {
+        if (dev >= 0 && d != dev)
+            continue;
+        freed += g_cached[d];
+        g_reserved[d] -= g_cached[d];
+        g_cached[d] = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return freed;
+}
+
+static volatile sig_atomic_t g_stop;
+static void on_term(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *api = "cuda", *config = "pool=split";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--devices"))
+            g_devices = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mib"))
+            g_unit = strtoull(argv[i + 1], NULL, 10) << 20;
+        else if (!strcmp(argv[i], "--api"))
+            api = argv[i + 1];
+        else if (!strcmp(argv[i], "--config"))
+            config = argv[i + 1];
+    }
+    if (g_devices < 1 || g_devices > CA_MAX_DEVICES)
+        g_devices = 1;
+    for (int d = 0; d < g_devices; d++) {
+        g_reserved[d] = (uint64_t)(d + 1) * g_unit;
+        g_cached[d] = g_reserved[d] / 4;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim};
+    if (ca_stats_start(&src, api, config) != 0) {
+        perror("ca_stats_start");
+        return 1;
+    }
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    while (!g_stop)
+        pause();
+    return 0;
+}

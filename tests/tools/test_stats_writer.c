@@ -1,0 +1,414 @@
+/* The writer against a fake source, read back with cachealloc-top's own reader. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reclaim.h"
+#include "seg_scan.h"
+#include "stats_writer.h"
+
+/* The fake source: every field of device d derives from one counter k, so a torn read shows
+ * as fields that disagree. */
+static uint64_t g_k = 1;             /* atomic */
+static uint64_t g_cached = 4096;     /* atomic; reclaim zeroes it */
+static int g_reclaim_calls;          /* atomic */
+
+static int src_count(void *ctx)
+{
+    (void)ctx;
+    return 2;
+}
+
+static int src_read(void *ctx, int dev, ca_dev_stats *o)
+{
+    (void)ctx;
+    if (dev == 1)
+        return 0; /* a slot never used */
+    uint64_t k = __atomic_load_n(&g_k, __ATOMIC_ACQUIRE);
+    uint64_t cached = __atomic_load_n(&g_cached, __ATOMIC_ACQUIRE);
+    memset(o, 0, sizeof *o);
+    o->allocated_bytes = k * 1000;
+    o->pending_bytes = k * 10;
+    o->cached_bytes = cached;
+    o->reserved_bytes = o->allocated_bytes + o->pending_bytes + cached;
+    o->alloc_calls = k;
+    o->free_calls = k;
+    o->cache_hits = k;
+    o->segments = k;
+    o->largest_free_block = cached;
+    return 1;
+}
+
+static uint64_t src_reclaim(void *ctx, int dev)
+{
+    (void)ctx;
+    (void)dev;
+    __atomic_fetch_add(&g_reclaim_calls, 1, __ATOMIC_RELAXED);
+    return __atomic_exchange_n(&g_cached, 0, __ATOMIC_ACQ_REL);
+}
+
+static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim};
+static char g_dir[] = "/tmp/ca-stats-test.XXXXXX";
+
+static void seg_name(int pid, char *buf, size_t len)
+{
+    snprintf(buf, len, CA_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), pid);
+}
+
+static void seg_path(int pid, char *buf, size_t len)
+{
+    char name[64];
+    seg_name(pid, name, sizeof name);
+    snprintf(buf, len, "%s/%s", g_dir, name);
+}
+
+static int read_self(top_proc *p)
+{
+    char name[64], why[160];
+    seg_name((int)getpid(), name, sizeof name);
+    int dfd = open(g_dir, O_RDONLY | O_DIRECTORY);
+    int rc = top_read_segment(dfd, name, p, why, sizeof why);
+    close(dfd);
+    if (rc != 0)
+        fprintf(stderr, "read: %s\n", why);
+    return rc;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(g_dir))
+        return -1;
+    setenv(CA_STATS_DIR_ENV, g_dir, 1);
+    return ca_stats_start(&g_src, "cuda", "pool=split limit=6G");
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    ca_stats_stop();
+    char path[4096];
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
+            unlink(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(g_dir);
+    return 0;
+}
+
+static void test_segment_created_private(void **state)
+{
+    (void)state;
+    char path[4096];
+    struct stat st;
+    seg_path((int)getpid(), path, sizeof path);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+    /* idempotent: a second start keeps the same segment */
+    assert_int_equal(ca_stats_start(&g_src, "hip", "other"), 0);
+    top_proc p;
+    assert_int_equal(read_self(&p), 0);
+    assert_string_equal(p.api, "cuda");
+    top_proc_clear(&p);
+}
+
+static void test_header_fields(void **state)
+{
+    (void)state;
+    top_proc p;
+    assert_int_equal(read_self(&p), 0);
+    assert_int_equal(p.pid, getpid());
+    assert_int_equal(p.uid, geteuid());
+    assert_string_equal(p.config, "pool=split limit=6G");
+    assert_non_null(strstr(p.cmdline, "test_stats_writer"));
+    assert_true(p.start_time > 0);
+    assert_true(top_pid_alive(p.pid, p.start_time));
+    assert_false(top_pid_alive(p.pid, p.start_time + 1)); /* a reused pid */
+    top_proc_clear(&p);
+}
+
+static void test_fields_published(void **state)
+{
+    (void)state;
+    __atomic_store_n(&g_k, 42, __ATOMIC_RELEASE);
+    ca_stats_publish();
+    top_proc p;
+    assert_int_equal(read_self(&p), 0);
+    assert_int_equal(p.ndev, 1); /* device 1 is unused */
+    assert_int_equal(p.dev[0].device, 0);
+    assert_int_equal(p.dev[0].v.allocated_bytes, 42000);
+    assert_int_equal(p.dev[0].v.pending_bytes, 420);
+    assert_int_equal(p.dev[0].v.alloc_calls, 42);
+    assert_int_equal(p.dev[0].v.reserved_bytes, 42000 + 420 + g_cached);
+    top_proc_clear(&p);
+}
+
+static void test_monitor_publishes_and_beats(void **state)
+{
+    (void)state;
+    top_proc a, b;
+    assert_int_equal(read_self(&a), 0);
+    __atomic_store_n(&g_k, 77, __ATOMIC_RELEASE);
+    int seen = 0;
+    for (int i = 0; i < 100 && !seen; i++) { /* up to 5 s; the monitor runs every 250 ms */
+        sleep_ms(50);
+        assert_int_equal(read_self(&b), 0);
+        seen = b.ndev == 1 && b.dev[0].v.alloc_calls == 77 && b.heartbeat_ns > a.heartbeat_ns;
+        top_proc_clear(&b);
+    }
+    top_proc_clear(&a);
+    assert_true(seen);
+}
+
+static volatile int g_hammer_stop;
+
+static void *hammer(void *arg)
+{
+    (void)arg;
+    while (!g_hammer_stop) {
+        __atomic_fetch_add(&g_k, 1, __ATOMIC_ACQ_REL);
+        ca_stats_publish();
+    }
+    return NULL;
+}
+
+static void test_seqlock_consistency(void **state)
+{
+    (void)state;
+    pthread_t t;
+    g_hammer_stop = 0;
+    assert_int_equal(pthread_create(&t, NULL, hammer, NULL), 0);
+    int checked = 0;
+    uint64_t first = 0, last = 0;
+    for (int i = 0; i < 10000; i++) {
+        top_proc p;
+        assert_int_equal(read_self(&p), 0);
+        if (p.ndev == 1) {
+            const ca_stats_values *v = &p.dev[0].v;
+            uint64_t k = v->alloc_calls;
+            assert_int_equal(v->free_calls, k);
+            assert_int_equal(v->cache_hits, k);
+            assert_int_equal(v->segments, k);
+            assert_int_equal(v->allocated_bytes, k * 1000);
+            assert_int_equal(v->pending_bytes, k * 10);
+            assert_int_equal(v->reserved_bytes,
+                             v->allocated_bytes + v->pending_bytes + v->cached_bytes);
+            if (!first)
+                first = k;
+            last = k;
+            checked++;
+        }
+        top_proc_clear(&p);
+    }
+    g_hammer_stop = 1;
+    pthread_join(t, NULL);
+    assert_true(checked > 9000);
+    assert_true(last > first); /* the writer really was writing meanwhile */
+}
+
+/* A record whose seqlock word stays odd (a writer that died inside it) is never trusted:
+ * the reader gives up on it and reports the process without that device. */
+static void test_reader_skips_record_left_odd(void **state)
+{
+    (void)state;
+    ca_stats_publish();
+    char src[4096], dst[4096], name[64];
+    int other = (int)getppid();
+    seg_path((int)getpid(), src, sizeof src);
+    seg_path(other, dst, sizeof dst);
+    int in = open(src, O_RDONLY);
+    assert_true(in >= 0);
+    static unsigned char buf[1 << 16];
+    ssize_t n = read(in, buf, sizeof buf);
+    close(in);
+    assert_true(n > (ssize_t)sizeof(ca_stats_header));
+    ca_stats_header *h = (ca_stats_header *)buf;
+    h->pid = (uint64_t)other;
+    ca_stats_record *r = (ca_stats_record *)(buf + sizeof *h);
+    r[0].seq |= 1u;
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(out >= 0);
+    assert_int_equal(write(out, buf, (size_t)n), n);
+    close(out);
+
+    top_proc p;
+    char why[160];
+    seg_name(other, name, sizeof name);
+    int dfd = open(g_dir, O_RDONLY | O_DIRECTORY);
+    assert_int_equal(top_read_segment(dfd, name, &p, why, sizeof why), 0);
+    close(dfd);
+    assert_int_equal(p.pid, other);
+    assert_int_equal(p.ndev, 0);
+    assert_int_equal(p.nbusy, 1);
+    top_proc_clear(&p);
+    unlink(dst);
+}
+
+static void test_reclaim_served_by_monitor(void **state)
+{
+    (void)state;
+    __atomic_store_n(&g_cached, 1 << 20, __ATOMIC_RELEASE);
+    ca_stats_publish();
+    int calls = __atomic_load_n(&g_reclaim_calls, __ATOMIC_RELAXED);
+    top_reclaim r;
+    char why[160];
+    assert_int_equal(top_reclaim_send(g_dir, (int)getpid(), -1, &r, why, sizeof why), 0);
+    uint64_t bytes = 0;
+    int rc = 0;
+    /* This thread only sleeps: the answer must come from the monitor thread, within ~1 s;
+     * 5 s allowed for a loaded machine. */
+    for (int i = 0; i < 100 && rc == 0; i++) {
+        sleep_ms(50);
+        rc = top_reclaim_poll(&r, &bytes);
+    }
+    top_reclaim_close(&r);
+    assert_int_equal(rc, 1);
+    assert_int_equal(bytes, 1 << 20);
+    assert_int_equal(__atomic_load_n(&g_reclaim_calls, __ATOMIC_RELAXED), calls + 1);
+    top_proc p; /* the answer comes after the lower numbers were published */
+    assert_int_equal(read_self(&p), 0);
+    assert_int_equal(p.dev[0].v.cached_bytes, 0);
+    top_proc_clear(&p);
+}
+
+/* A forked child forgets the parent's segment, starts its own, and removes it at exit;
+ * the parent's segment is untouched. */
+static void test_fork_child_and_exit_removal(void **state)
+{
+    (void)state;
+    fflush(NULL); /* the child exits through exit(): no buffered output twice */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        ca_stats_forget_after_fork();
+        char path[4096];
+        struct stat st;
+        int ok = ca_stats_start(&g_src, "hip", "child") == 0;
+        seg_path((int)getpid(), path, sizeof path);
+        ok = ok && stat(path, &st) == 0;
+        if (!ok)
+            _exit(3);
+        exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    char path[4096];
+    struct stat st;
+    seg_path((int)child, path, sizeof path);
+    assert_int_not_equal(stat(path, &st), 0); /* removed by the child's atexit */
+    top_proc p;
+    assert_int_equal(read_self(&p), 0);      /* the parent's is still there and valid */
+    assert_string_equal(p.api, "cuda");
+    top_proc_clear(&p);
+}
+
+static void test_start_fails_cleanly_without_dir(void **state)
+{
+    (void)state;
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        ca_stats_forget_after_fork();
+        setenv(CA_STATS_DIR_ENV, "/nonexistent/cachealloc-test-dir", 1);
+        int rc = ca_stats_start(&g_src, "cuda", "");
+        ca_stats_publish(); /* harmless without a segment */
+        ca_stats_stop();
+        _exit(rc == -1 ? 0 : 3);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Without CACHEALLOC_SHM_DIR the segment is a POSIX shm object: /dev/shm/cachealloc.<uid>.<pid>. */
+static void test_default_shm_name(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        ca_stats_forget_after_fork();
+        unsetenv(CA_STATS_DIR_ENV);
+        char path[128];
+        struct stat st;
+        snprintf(path, sizeof path, CA_STATS_DEFAULT_DIR "/" CA_STATS_NAME_PREFIX "%u.%d",
+                 (unsigned)geteuid(), (int)getpid());
+        if (ca_stats_start(&g_src, "cuda", "") != 0)
+            _exit(3);
+        int ok = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600;
+        ca_stats_stop();
+        ok = ok && lstat(path, &st) != 0;
+        _exit(ok ? 0 : 4);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 3)
+        skip(); /* no /dev/shm here */
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_stop_removes_and_restart(void **state)
+{
+    (void)state;
+    char path[4096];
+    struct stat st;
+    seg_path((int)getpid(), path, sizeof path);
+    ca_stats_stop();
+    assert_int_not_equal(stat(path, &st), 0);
+    ca_stats_stop(); /* idempotent */
+    ca_stats_publish(); /* no segment: nothing happens */
+    assert_int_equal(ca_stats_start(&g_src, "hip", "again"), 0);
+    top_proc p;
+    assert_int_equal(read_self(&p), 0);
+    assert_string_equal(p.api, "hip");
+    top_proc_clear(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_segment_created_private),
+        cmocka_unit_test(test_header_fields),
+        cmocka_unit_test(test_fields_published),
+        cmocka_unit_test(test_monitor_publishes_and_beats),
+        cmocka_unit_test(test_seqlock_consistency),
+        cmocka_unit_test(test_reader_skips_record_left_odd),
+        cmocka_unit_test(test_reclaim_served_by_monitor),
+        cmocka_unit_test(test_fork_child_and_exit_removal),
+        cmocka_unit_test(test_start_fails_cleanly_without_dir),
+        cmocka_unit_test(test_default_shm_name),
+        cmocka_unit_test(test_stop_removes_and_restart),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,41 @@
+#include "format.h"
+#include "report.h"
+
+static void field(FILE *out, const char *name, uint64_t v)
+{
+    fprintf(out, ",\"%s\":%llu", name, (unsigned long long)v);
+}
+
+void top_report_json(FILE *out, const top_list *l)
+{
+    fputs("{\"processes\":[", out);
+    for (unsigned i = 0; i < l->n; i++) {
+        const top_proc *p = &l->procs[i];
+        fprintf(out, "%s{\"pid\":%d,\"uid\":%u,\"command\":", i ? "," : "", p->pid, p->uid);
+        top_json_string(out, p->cmdline);
+        fputs(",\"api\":", out);
+        top_json_string(out, p->api);
+        fprintf(out, ",\"alive\":%s,\"devices\":[", p->alive ? "true" : "false");
+        for (unsigned k = 0; k < p->ndev; k++) {
+            const ca_stats_values *v = &p->dev[k].v;
+            fprintf(out, "%s{\"device\":%u", k ? "," : "", p->dev[k].device);
+            field(out, "reserved_bytes", v->reserved_bytes);
+            field(out, "allocated_bytes", v->allocated_bytes);
+            field(out, "cached_bytes", v->cached_bytes);
+            field(out, "pending_bytes", v->pending_bytes);
+            field(out, "peak_reserved_bytes", v->peak_reserved_bytes);
+            field(out, "peak_allocated_bytes", v->peak_allocated_bytes);
+            field(out, "alloc_calls", v->alloc_calls);
+            field(out, "free_calls", v->free_calls);
+            field(out, "cache_hits", v->cache_hits);
+            field(out, "driver_alloc_calls", v->driver_alloc_calls);
+            field(out, "driver_free_calls", v->driver_free_calls);
+            field(out, "oom_recoveries", v->oom_recoveries);
+            field(out, "oom_failures", v->oom_failures);
+            field(out, "largest_free_block_bytes", v->largest_free_block);
+            fputc('}', out);
+        }
+        fputs("]}", out);
+    }
+    fputs("]}\n", out);
+}

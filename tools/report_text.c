@@ -1,0 +1,33 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "rows.h"
+
+void top_report_text(FILE *out, const top_list *l)
+{
+    static const int width[COL_COUNT] = {7, 8, 3, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
+    top_row *rows;
+    unsigned n = top_rows_build(l, &rows);
+    top_rows_sort(rows, n, COL_PID);
+    for (int c = 0; c < COL_COUNT; c++) {
+        if (c == COL_COMMAND)
+            fprintf(out, "%s\n", top_col_title[c]);
+        else
+            fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", width[c],
+                    top_col_title[c]);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char cell[CA_STATS_CMDLINE_LEN + 16];
+        for (int c = 0; c < COL_COUNT; c++) {
+            top_cell(&rows[i], (top_col)c, cell, sizeof cell);
+            if (c == COL_COMMAND)
+                fprintf(out, "%s%s\n", rows[i].proc->alive ? "" : "[dead] ", cell);
+            else
+                fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", width[c], cell);
+        }
+    }
+    if (n == 0)
+        fprintf(out, "(no process is publishing cachealloc statistics)\n");
+    free(rows);
+}

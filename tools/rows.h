@@ -1,0 +1,36 @@
+/* The table model shared by --once and the live view: one row per process and device,
+ * sortable by a column. */
+#ifndef CACHEALLOC_TOP_ROWS_H
+#define CACHEALLOC_TOP_ROWS_H
+
+#include "seg_scan.h"
+
+typedef enum top_col {
+    COL_PID, COL_USER, COL_DEV, COL_API, COL_RESERVED, COL_ALLOCATED, COL_CACHED, COL_PENDING,
+    COL_PEAK, COL_HIT, COL_AVOIDED, COL_OOM, COL_COMMAND, COL_COUNT
+} top_col;
+
+typedef struct top_row {
+    const top_proc *proc;
+    const top_dev *dev;   /* NULL: the process has published no device yet */
+} top_row;
+
+/* Column titles, indexed by top_col. */
+extern const char *const top_col_title[COL_COUNT];
+
+/* One row per (process, device) of l into *rows (malloc'd); returns the count. */
+unsigned top_rows_build(const top_list *l, top_row **rows);
+
+/* Sort: numbers descending (the biggest users first), pid, user, command ascending. */
+void top_rows_sort(top_row *rows, unsigned n, top_col col);
+
+/* Cache hit rate in percent, or -1 when there were no allocations. */
+double top_hit_rate(const top_dev *d);
+
+/* Allocations the cache answered without the driver. */
+uint64_t top_avoided(const top_dev *d);
+
+/* Write the cell of row r, column c into buf (human sizes). */
+void top_cell(const top_row *r, top_col c, char *buf, size_t len);
+
+#endif

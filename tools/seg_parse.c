@@ -1,0 +1,124 @@
+/* Validation order: sizes of the buffer, magic, version, header and record sizes, counts, the
+ * file size they imply; only then the strings (NUL-terminated and sanitized here) and the
+ * records (a record whose seqlock word is odd is skipped: it was torn). */
+#include "seg_parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *why, size_t whylen, const char *msg)
+{
+    if (why && whylen)
+        snprintf(why, whylen, "%s", msg);
+    return -1;
+}
+
+/* Copy a fixed-size field, stopping at NUL, keeping printable ASCII only: what reaches a
+ * terminal or a JSON document cannot carry escapes or broken UTF-8. */
+static void copy_field(char *dst, const char *src, size_t len)
+{
+    size_t i = 0;
+    for (; i + 1 < len && src[i]; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    dst[i] = '\0';
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The header fields that locate records, checked for sanity. */
+static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char *why,
+                           size_t whylen)
+{
+    if (!buf || len < sizeof *h)
+        return fail(why, whylen, "shorter than a header");
+    memcpy(h, buf, sizeof *h);
+    if (h->magic != CA_STATS_MAGIC)
+        return fail(why, whylen, "bad magic (not a cachealloc segment, or still starting)");
+    if (h->abi_version != CA_STATS_ABI_VERSION)
+        return fail(why, whylen, "unsupported ABI version");
+    if (h->header_size != sizeof *h)
+        return fail(why, whylen, "unexpected header size");
+    if (h->record_size != sizeof(ca_stats_record))
+        return fail(why, whylen, "unexpected record size");
+    if (h->device_capacity > CA_STATS_MAX_RECORDS)
+        return fail(why, whylen, "device capacity too large");
+    if (h->device_used > h->device_capacity)
+        return fail(why, whylen, "more devices used than capacity");
+    uint64_t need = (uint64_t)h->header_size + (uint64_t)h->device_capacity * h->record_size;
+    if (need > CA_STATS_MAX_SEGMENT)
+        return fail(why, whylen, "segment too large");
+    if (need > len)
+        return fail(why, whylen, "truncated: shorter than its record count implies");
+    return 0;
+}
+
+int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size)
+{
+    ca_stats_header h;
+    if (header_geometry(buf, len, &h, NULL, 0) != 0 || i >= h.device_capacity)
+        return 0;
+    *off = (size_t)h.header_size + (size_t)i * h.record_size;
+    *size = h.record_size;
+    return 1;
+}
+
+int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top_proc *out,
+                  char *why, size_t whylen)
+{
+    ca_stats_header h;
+    memset(out, 0, sizeof *out);
+    if (header_geometry(buf, len, &h, why, whylen) != 0)
+        return -1;
+    if (h.pid == 0 || h.pid > INT32_MAX)
+        return fail(why, whylen, "bad pid");
+    if (want_uid >= 0 && h.uid != (uint64_t)want_uid)
+        return fail(why, whylen, "uid in header differs from its name");
+    if (want_pid >= 0 && h.pid != (uint64_t)want_pid)
+        return fail(why, whylen, "pid in header differs from its name");
+
+    out->pid = (int)h.pid;
+    out->uid = h.uid;
+    out->start_time = h.start_time;
+    out->heartbeat_ns = h.heartbeat_ns;
+    out->publish_count = h.publish_count;
+    copy_field(out->api, h.api, sizeof out->api);
+    copy_field(out->config, h.config, sizeof out->config);
+    copy_field(out->cmdline, h.cmdline, sizeof out->cmdline);
+
+    if (h.device_used) {
+        out->dev = calloc(h.device_used, sizeof *out->dev);
+        if (!out->dev)
+            return fail(why, whylen, "out of memory");
+    }
+    const unsigned char *base = buf;
+    for (unsigned i = 0; i < h.device_used; i++) {
+        const unsigned char *r = base + h.header_size + (size_t)i * h.record_size;
+        ca_stats_record rec;
+        memcpy(&rec, r, sizeof rec);
+        if (rd64(r) & 1u) {
+            out->nbusy++;
+            continue;
+        }
+        if (!rec.in_use || rec.device != i)
+            continue;
+        top_dev *d = &out->dev[out->ndev++];
+        d->device = rec.device;
+        d->v = rec.v;
+    }
+    return 0;
+}
+
+void top_proc_clear(top_proc *p)
+{
+    free(p->dev);
+    p->dev = NULL;
+    p->ndev = 0;
+}

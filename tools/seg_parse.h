@@ -1,0 +1,45 @@
+/* Parsing one statistics segment from a private copy: validates everything before trusting it.
+ * Pure (no I/O), so the fuzz target links it alone. */
+#ifndef CACHEALLOC_TOP_SEG_PARSE_H
+#define CACHEALLOC_TOP_SEG_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats_abi.h"
+
+typedef struct top_dev {
+    uint32_t device;
+    ca_stats_values v;
+} top_dev;
+
+/* What a reader knows of one process: header strings sanitized to printable ASCII. */
+typedef struct top_proc {
+    int pid;
+    unsigned uid;
+    uint64_t start_time;
+    uint64_t heartbeat_ns;
+    uint64_t publish_count;
+    char api[CA_STATS_API_LEN];
+    char config[CA_STATS_CONFIG_LEN];
+    char cmdline[CA_STATS_CMDLINE_LEN];
+    unsigned ndev;          /* published records in use, in device order */
+    unsigned nbusy;         /* records skipped: the writer was inside them */
+    top_dev *dev;           /* ndev entries (malloc'd; top_proc_clear frees) */
+    int alive;              /* set by the scanner, not by the parser */
+    int removed;            /* the scanner removed the stale segment */
+} top_proc;
+
+/* Parse len bytes of a segment copy into out. When want_uid/want_pid are >= 0 the header must
+ * name the same uid and pid. Returns 0, or -1 with a reason in why (always NUL-terminated). */
+int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top_proc *out,
+                  char *why, size_t whylen);
+
+/* Offset and size of record i when the header in buf is valid enough to locate it; 0 when
+ * the record lies outside buf. Used by the scanner to re-read records under their seqlock. */
+int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size);
+
+/* Free what a parsed top_proc owns. */
+void top_proc_clear(top_proc *p);
+
+#endif
