@@ -1,2 +1,595 @@
-/* placeholder: filled in by its owner */
-typedef int ca_placeholder_arena;
+/* The arena's public face: devices, pools, the allocation ladder and the free path.
+ * docs/arena.md explains the algorithm; arena_fence.c holds the reuse contract, and
+ * arena_segment.c the segments and their blocks. */
+#include <execinfo.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arena_internal.h"
+
+static __thread int free_hint; /* device of this thread's last free: tried first */
+
+ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
+{
+    ca_arena *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->be = *backend;
+    a->cfg = *config;
+    if (a->cfg.max_split == 0)
+        a->cfg.max_split = UINT64_MAX;
+    /* The options refuse lower values; a direct caller gets the floor that keeps the 20 MiB
+     * mid-size segments splittable. */
+    if (a->cfg.max_split <= CA_MID_SEGMENT)
+        a->cfg.max_split = CA_MID_SEGMENT + 1;
+    pthread_mutex_init(&a->devices_lock, NULL);
+    return a;
+}
+
+static ca_device *device_new(int id)
+{
+    ca_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->cond, NULL);
+    d->id = id;
+    d->plain.plain = true;
+    d->plain.stream = CA_STREAM_LEGACY;
+    return d;
+}
+
+/* The device slot, created on first use. NULL when dev is out of range or memory ran out. */
+ca_device *ca_device_get(ca_arena *a, int dev)
+{
+    if (dev < 0 || dev >= CA_MAX_DEVICES)
+        return NULL;
+    ca_device *d = __atomic_load_n(&a->dev[dev], __ATOMIC_ACQUIRE);
+    if (d)
+        return d;
+    pthread_mutex_lock(&a->devices_lock);
+    d = a->dev[dev];
+    if (!d && (d = device_new(dev)) != NULL) {
+        __atomic_store_n(&a->dev[dev], d, __ATOMIC_RELEASE);
+        if (dev + 1 > a->ndev)
+            __atomic_store_n(&a->ndev, dev + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&a->devices_lock);
+    return d;
+}
+
+static uint64_t share_of(uint64_t total, unsigned percent) { return total / 100 * percent; }
+
+/* First use of a device: limits that depend on its size, and the preallocation. */
+static void device_ready(ca_arena *a, ca_device *d)
+{
+    d->ready = true;
+    d->limit = a->cfg.limit_bytes;
+    d->release_threshold = a->cfg.release_threshold;
+    if (a->cfg.limit_percent || a->cfg.release_percent) {
+        size_t fr = 0, total = 0;
+        if (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK) {
+            if (a->cfg.limit_percent)
+                d->limit = share_of(total, a->cfg.limit_percent);
+            if (a->cfg.release_percent)
+                d->release_threshold = share_of(total, a->cfg.release_percent);
+        }
+    }
+    if (a->cfg.prealloc_bytes && a->cfg.pool == CA_POOL_SPLIT) {
+        size_t size = ca_segment_size(&a->cfg, ca_round_request(&a->cfg, a->cfg.prealloc_bytes));
+        ca_block *b;
+        if (!d->limit || size <= d->limit)
+            (void)ca_segment_new(a, d, &d->plain, size, false, true, &b);
+    }
+}
+
+static ca_pool *pool_of(ca_device *d, ca_stream_t s)
+{
+    if (d->last_pool && d->last_pool->stream == s)
+        return d->last_pool;
+    for (int i = 0; i < d->npools; i++)
+        if (d->pools[i]->stream == s && !d->pools[i]->dead)
+            return d->last_pool = d->pools[i];
+    return NULL;
+}
+
+static void add_stream(ca_device *d, ca_stream_t s)
+{
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i] == s)
+            return;
+    if (d->nstreams == d->cap_streams) {
+        int ncap = d->cap_streams ? d->cap_streams * 2 : 8;
+        ca_stream_t *n = realloc(d->streams, (size_t)ncap * sizeof *n);
+        if (!n)
+            return;
+        d->streams = n;
+        d->cap_streams = ncap;
+    }
+    d->streams[d->nstreams++] = s;
+}
+
+/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
+ * wait once for the device before any other stream may receive them. Drops the lock. */
+static void switch_to_fences(ca_arena *a, ca_device *d)
+{
+    while (d->switching)
+        pthread_cond_wait(&d->cond, &d->lock);
+    if (d->fenced)
+        return;
+    d->fenced = true;
+    if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
+        return;
+    d->switching = true;
+    d->st.device_syncs++;
+    pthread_mutex_unlock(&d->lock);
+    a->be.device_synchronize(a->be.ctx, d->id);
+    pthread_mutex_lock(&d->lock);
+    d->switching = false;
+    pthread_cond_broadcast(&d->cond);
+}
+
+static ca_pool *pool_new(ca_device *d, ca_stream_t s)
+{
+    if (d->npools == d->cap_pools) {
+        int ncap = d->cap_pools ? d->cap_pools * 2 : 8;
+        ca_pool **n = realloc(d->pools, (size_t)ncap * sizeof *n);
+        if (!n)
+            return NULL;
+        d->pools = n;
+        d->cap_pools = ncap;
+    }
+    ca_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->stream = s;
+    p->safe_seq = d->free_seq;
+    d->pools[d->npools++] = p;
+    return d->last_pool = p;
+}
+
+/* Accept rule of the free-block search: an unsplittable block serves only a request of its
+ * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). */
+static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
+{
+    if (max_split == UINT64_MAX)
+        return 1;
+    if (size < max_split)
+        return b->size < max_split;
+    return b->size <= size + CA_OVERSIZE_SLACK;
+}
+
+static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
+{
+    return ca_bins_find(ca_pool_bins(p, small), rounded, a->cfg.pool == CA_POOL_BINNED,
+                        a->cfg.max_split == UINT64_MAX ? NULL : fits_rule, a->cfg.max_split);
+}
+
+/* Ladder step 3: a whole free segment of another pool, safe for this stream, moved over. */
+static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
+{
+    ca_segment *best = NULL;
+    for (ca_segment *s = d->whole; s; s = s->wnext) {
+        if (s->pool == p || s->small != small || s->size < rounded)
+            continue;
+        if (a->cfg.pool == CA_POOL_BINNED && s->size != rounded)
+            continue;
+        if (!fits_rule(s->first, rounded, a->cfg.max_split))
+            continue;
+        if ((best && s->size >= best->size) || !ca_segment_safe(a, d, s))
+            continue;
+        best = s;
+    }
+    if (!best)
+        return NULL;
+    ca_segment_move(d, best, p);
+    return best->first;
+}
+
+/* Detach every whole, reuse-safe segment (pinned ones too when all), up to want bytes.
+ * Returns the list to give back once the lock is dropped. */
+ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
+{
+    int cap = 0, k = 0;
+    for (ca_segment *s = d->whole; s; s = s->wnext)
+        cap++;
+    *n = 0;
+    if (!cap)
+        return NULL;
+    ca_segment **out = malloc((size_t)cap * sizeof *out);
+    if (!out)
+        return NULL;
+    uint64_t got = 0;
+    for (ca_segment *s = d->whole, *next; s && got < want; s = next) {
+        next = s->wnext;
+        if ((s->pinned && !all) || !ca_segment_safe(a, d, s))
+            continue;
+        got += s->size;
+        ca_segment_detach(a, d, s);
+        out[k++] = s;
+    }
+    *n = k;
+    return out;
+}
+
+uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n)
+{
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        bytes += list[i]->size;
+        ca_segment_release(a, d->id, list[i]);
+    }
+    free(list);
+    return bytes;
+}
+
+static void warn_oom(ca_arena *a, ca_device *d, size_t size)
+{
+    if (a->cfg.quiet)
+        return;
+    size_t largest = ca_device_largest_free(d);
+    char limit[32] = "none";
+    if (d->limit)
+        snprintf(limit, sizeof limit, "%" PRIu64, d->limit);
+    fprintf(stderr,
+            "cachealloc: out of memory on device %d: requested %zu, allocated %" PRIu64
+            ", reserved %" PRIu64 ", cached %" PRIu64 ", pending %" PRIu64
+            ", limit %s, largest free block %zu (bytes)\n",
+            d->id, size, d->st.allocated_bytes, d->st.reserved_bytes, d->st.cached_bytes,
+            d->st.pending_bytes, limit, largest);
+}
+
+static bool within_limit(const ca_device *d, size_t more)
+{
+    return !d->limit || d->st.reserved_bytes + more <= d->limit;
+}
+
+/* Ladder step 4: a new segment, unless the limit forbids it. */
+static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
+                      bool *driver_failed)
+{
+    size_t seg = ca_segment_size(&a->cfg, rounded);
+    if (!within_limit(d, seg)) {
+        /* A mid-size request may still fit a segment of its own size under the limit. */
+        if (rounded == seg || !within_limit(d, rounded) || a->cfg.pool != CA_POOL_SPLIT)
+            return NULL;
+        seg = ca_segment_size(&a->cfg, rounded) == CA_SMALL_SEGMENT ? rounded
+              : (rounded + CA_LARGE_ROUND - 1) / CA_LARGE_ROUND * CA_LARGE_ROUND;
+        if (!within_limit(d, seg))
+            seg = rounded;
+    }
+    ca_block *b = NULL;
+    ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b);
+    if (rc == CA_ERR_OOM)
+        *driver_failed = true;
+    return rc == CA_OK ? b : NULL;
+}
+
+/* The out-of-memory ladder of docs/arena.md; the pool is searched again after every step. */
+static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
+                              bool *hit, bool *driver_failed)
+{
+    ca_block *b = pool_find(a, p, rounded, small);
+    if (b)
+        return *hit = true, b;
+    if (ca_fencing(a, d)) {
+        ca_fence_poll(a, d);
+        ca_pools_poll(a, d);
+        if ((b = pool_find(a, p, rounded, small)) != NULL)
+            return *hit = true, b;
+    }
+    if ((b = steal_segment(a, d, p, rounded, small)) != NULL)
+        return *hit = true, b;
+    if ((b = grow(a, d, p, rounded, small, driver_failed)) != NULL)
+        return b;
+    if (ca_fencing(a, d)) {
+        ca_wait_all(a, d);
+        if ((b = pool_find(a, p, rounded, small)) != NULL ||
+            (b = steal_segment(a, d, p, rounded, small)) != NULL)
+            return *hit = true, b;
+    }
+    int n;
+    ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+    if (n > 0) {
+        pthread_mutex_unlock(&d->lock);
+        ca_release_list(a, d, list, n);
+        pthread_mutex_lock(&d->lock);
+        d->st.driver_free_calls += (uint64_t)n;
+        if ((b = pool_find(a, p, rounded, small)) != NULL ||
+            (b = steal_segment(a, d, p, rounded, small)) != NULL)
+            return *hit = true, b;
+        return grow(a, d, p, rounded, small, driver_failed);
+    }
+    free(list);
+    return NULL;
+}
+
+static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
+{
+    if (a->cfg.record_alloc_times) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        b->t_alloc_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    if (depth > 0) {
+        if (!b->stack)
+            b->stack = malloc(CA_MAX_STACK * sizeof(void *));
+        if (b->stack) {
+            memcpy(b->stack, frames, (size_t)depth * sizeof(void *));
+            b->depth = depth;
+        }
+    }
+}
+
+/* CACHEALLOC_POOL=none: every call goes to the driver; one segment per allocation. */
+static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_block **out)
+{
+    bool small = ca_is_small(rounded);
+    if (!within_limit(d, rounded))
+        return CA_ERR_OOM;
+    ca_block *b = NULL;
+    ca_status rc = ca_segment_new(a, d, &d->plain, rounded, small, false, &b);
+    if (rc != CA_OK)
+        return rc;
+    *out = ca_block_take(a, d, b, rounded);
+    return CA_OK;
+}
+
+ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
+{
+    if (!out)
+        return CA_ERR_INVALID;
+    *out = NULL;
+    if (size == 0)
+        return CA_OK;
+    ca_device *d = ca_device_get(a, dev);
+    if (!d)
+        return CA_ERR_INVALID;
+    size_t rounded = ca_round_request(&a->cfg, size);
+    void *frames[CA_MAX_STACK];
+    int depth = a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
+
+    pthread_mutex_lock(&d->lock);
+    while (d->switching)
+        pthread_cond_wait(&d->cond, &d->lock);
+    if (!d->ready)
+        device_ready(a, d);
+    d->st.alloc_calls++;
+    ca_block *b = NULL;
+    bool hit = false, driver_failed = false;
+    ca_status rc = CA_OK;
+    if (rounded == 0) {
+        rc = CA_ERR_OOM;
+    } else if (a->cfg.pool == CA_POOL_NONE) {
+        rc = malloc_uncached(a, d, rounded, &b);
+    } else {
+        ca_pool *p = &d->plain;
+        if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
+            if (s != CA_STREAM_LEGACY && !d->fenced)
+                switch_to_fences(a, d);
+            if (!(p = pool_of(d, s)))
+                p = pool_new(d, s);
+        }
+        if (!p) {
+            rc = CA_ERR_OOM;
+        } else {
+            if (ca_fencing(a, d))
+                ca_fence_record(a, d);
+            b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &driver_failed);
+            if (b)
+                b = ca_block_take(a, d, b, rounded);
+            else
+                rc = CA_ERR_OOM;
+        }
+    }
+    if (b && ca_map_put(&d->live, b->addr, b) != 0) {
+        /* No room to remember it: hand it back rather than lose it. */
+        d->st.allocated_bytes -= b->size;
+        ca_block_free(d, b);
+        b = NULL;
+        rc = CA_ERR_OOM;
+    }
+    if (!b) {
+        d->st.oom_failures++;
+        warn_oom(a, d, size);
+        pthread_mutex_unlock(&d->lock);
+        return rc;
+    }
+    b->requested = size;
+    d->st.requested_bytes += size;
+    if (hit)
+        d->st.cache_hits++;
+    if (driver_failed)
+        d->st.oom_recoveries++;
+    if (a->cfg.record_alloc_times || depth > 0)
+        note_origin(a, b, frames, depth);
+    if (a->cfg.trace)
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
+    pthread_mutex_unlock(&d->lock);
+    if (driver_failed && a->be.clear_error)
+        a->be.clear_error(a->be.ctx);
+    *out = (void *)b->addr;
+    return CA_OK;
+}
+
+/* Take ptr's block out of whichever device holds it; the device comes back locked. */
+static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block **bout)
+{
+    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
+    int start = free_hint < n ? free_hint : 0;
+    for (int k = 0; k < n; k++) {
+        int i = (start + k) % n;
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        pthread_mutex_lock(&d->lock);
+        ca_block *b = ca_map_take(&d->live, (uintptr_t)ptr);
+        if (b) {
+            free_hint = i;
+            *dout = d;
+            *bout = b;
+            return CA_OK;
+        }
+        if (ca_segment_find(d, (uintptr_t)ptr)) {
+            d->st.invalid_frees++;
+            pthread_mutex_unlock(&d->lock);
+            return CA_ERR_INVALID;
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    return CA_ERR_NOT_OURS;
+}
+
+ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
+{
+    if (!ptr)
+        return CA_ERR_NOT_OURS;
+    ca_device *d;
+    ca_block *b;
+    ca_status rc = find_block(a, ptr, &d, &b);
+    if (rc != CA_OK)
+        return rc;
+    if (dev_out)
+        *dev_out = d->id;
+    d->st.free_calls++;
+    d->st.allocated_bytes -= b->size;
+    d->st.requested_bytes -= b->requested;
+    if (a->cfg.trace)
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_FREE, d->id, ptr, b->requested, s);
+    if (a->cfg.pool == CA_POOL_NONE) {
+        ca_segment *seg = b->seg;
+        b->state = BLOCK_FREE;
+        d->st.cached_bytes += b->size;
+        ca_bins_insert(ca_pool_bins(seg->pool, seg->small), b);
+        ca_segment_detach(a, d, seg);
+        d->st.driver_free_calls++;
+        pthread_mutex_unlock(&d->lock);
+        ca_segment_release(a, d->id, seg);
+        return CA_OK;
+    }
+    b->free_seq = ++d->free_seq;
+    ca_pool *p = b->seg->pool;
+    bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
+    if (!ca_fencing(a, d) || same_stream) {
+        ca_block_free(d, b);
+        if (same_stream) {
+            p->last_free_seq = b->free_seq;
+            ca_async_freed(a, d, p);
+        }
+    } else {
+        ca_pend(d, b);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return CA_OK;
+}
+
+int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
+{
+    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        pthread_mutex_lock(&d->lock);
+        ca_block *b = ca_map_get(&d->live, (uintptr_t)ptr);
+        if (b) {
+            if (dev)
+                *dev = i;
+            if (size)
+                *size = b->requested;
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (b)
+            return 1;
+    }
+    return 0;
+}
+
+void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
+{
+    ca_device *d = ca_device_get(a, dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (nonblocking)
+        add_stream(d, s);
+    if (!d->fenced)
+        switch_to_fences(a, d);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
+{
+    (void)s;
+    ca_device *d = ca_device_get(a, dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (!d->fenced)
+        switch_to_fences(a, d);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
+{
+    if (d->ndying == d->cap_dying) {
+        int ncap = d->cap_dying ? d->cap_dying * 2 : 4;
+        ca_dying *n = realloc(d->dying, (size_t)ncap * sizeof *n);
+        if (!n)
+            return false;
+        d->dying = n;
+        d->cap_dying = ncap;
+    }
+    ca_event_t ev = ca_event_get(a, d);
+    if (!ev)
+        return false;
+    if (a->be.event_record(a->be.ctx, d->id, ev, s) != CA_OK) {
+        ca_event_put(d, ev);
+        return false;
+    }
+    d->dying[d->ndying++] = (ca_dying){ev, false};
+    return true;
+}
+
+void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->nstreams; i++) {
+        if (d->streams[i] == s) {
+            d->streams[i] = d->streams[--d->nstreams];
+            break;
+        }
+    }
+    ca_pool *p = pool_of(d, s);
+    if (ca_fencing(a, d)) {
+        /* Work queued on s before its destruction may still run: later fences, which no longer
+         * include s, are trusted only once this event completed. */
+        if (!track_dying(a, d, s))
+            ca_wait_device(a, d); /* cannot watch s: wait for it once, now */
+    }
+    if (p) {
+        /* Never searched again; a new stream may get the same handle. Its free blocks were
+         * reusable only by s: under fences they now wait for one like any plain free. */
+        p->dead = true;
+        if (d->last_pool == p)
+            d->last_pool = NULL;
+        for (int small = 0; small < 2 && ca_fencing(a, d); small++) {
+            ca_bins *bins = ca_pool_bins(p, small);
+            for (uint32_t c = 0; c < CA_BIN_COUNT; c++) {
+                while (bins->head[c]) {
+                    ca_block *b = bins->head[c];
+                    ca_block_unfree(d, b);
+                    b->free_seq = ++d->free_seq;
+                    ca_pend(d, b);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+}

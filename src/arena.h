@@ -153,9 +153,15 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s);
 /* The program destroyed stream s: its pool's blocks are handed to the device. */
 void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s);
 
-/* The program synchronized device dev: every fence and event of it is complete. Also the
- * point where cached bytes above the release threshold go back to the driver. */
-void ca_device_synchronized(ca_arena *a, int dev);
+/* Call just before the program's real device synchronization; pass the token to
+ * ca_device_synchronized after it returned. Frees made by other threads while the program
+ * synchronized are not covered by it: the token says which frees are. */
+uint64_t ca_device_sync_begin(ca_arena *a, int dev);
+
+/* The program synchronized device dev (the real call returned success): every free made
+ * before ca_device_sync_begin returned token is complete on the device. Also the point where
+ * cached bytes above the release threshold go back to the driver. */
+void ca_device_synchronized(ca_arena *a, int dev, uint64_t token);
 
 /* The program reset device dev: its memory is gone; forget the device's segments. */
 void ca_device_reset(ca_arena *a, int dev);

@@ -1,2 +1,118 @@
-/* placeholder: filled in by its owner */
-typedef int ca_placeholder_arena_bins;
+/* Segregated free lists in the manner of TLSF: 56 power-of-two levels of 512-byte units, each
+ * cut into 8 classes. A request first looks at a bounded number of blocks of its own class for
+ * the best fit (the exact size is usually at the head in a steady loop), then takes the head of
+ * the next non-empty class, every block of which is large enough. */
+#include "arena_bins.h"
+
+#include "arena_internal.h"
+
+/* Blocks looked at in one class before moving on: keeps a pathological class O(1). */
+#define SCAN_LIMIT 16
+
+static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }
+
+uint32_t ca_bin_of(size_t size)
+{
+    uint64_t units = size / CA_ROUND;
+    if (units < CA_BIN_SUB)
+        return (uint32_t)units;
+    uint32_t level = floor_log2(units);
+    uint32_t sub = (uint32_t)(units >> (level - CA_BIN_SUB_BITS)) & (CA_BIN_SUB - 1);
+    uint32_t cls = (level - CA_BIN_SUB_BITS + 1) * CA_BIN_SUB + sub;
+    return cls < CA_BIN_COUNT ? cls : CA_BIN_COUNT - 1;
+}
+
+void ca_bins_insert(ca_bins *b, ca_block *blk)
+{
+    uint32_t cls = ca_bin_of(blk->size);
+    blk->bin = cls;
+    blk->lprev = NULL;
+    blk->lnext = b->head[cls];
+    if (blk->lnext)
+        blk->lnext->lprev = blk;
+    b->head[cls] = blk;
+    b->sub_map[cls / CA_BIN_SUB] |= (uint8_t)(1u << (cls % CA_BIN_SUB));
+    b->level_map |= 1ull << (cls / CA_BIN_SUB);
+    b->bytes += blk->size;
+    b->count++;
+}
+
+void ca_bins_remove(ca_bins *b, ca_block *blk)
+{
+    uint32_t cls = blk->bin;
+    if (blk->lprev)
+        blk->lprev->lnext = blk->lnext;
+    else
+        b->head[cls] = blk->lnext;
+    if (blk->lnext)
+        blk->lnext->lprev = blk->lprev;
+    blk->lprev = blk->lnext = NULL;
+    if (!b->head[cls]) {
+        uint32_t level = cls / CA_BIN_SUB;
+        b->sub_map[level] &= (uint8_t)~(1u << (cls % CA_BIN_SUB));
+        if (!b->sub_map[level])
+            b->level_map &= ~(1ull << level);
+    }
+    b->bytes -= blk->size;
+    b->count--;
+}
+
+/* First non-empty class at or above cls, or CA_BIN_COUNT. */
+static uint32_t next_class(const ca_bins *b, uint32_t cls)
+{
+    if (cls >= CA_BIN_COUNT)
+        return CA_BIN_COUNT;
+    uint32_t level = cls / CA_BIN_SUB;
+    uint32_t subs = b->sub_map[level] & (uint32_t)(0xffu << (cls % CA_BIN_SUB)) & 0xffu;
+    if (subs)
+        return level * CA_BIN_SUB + (uint32_t)__builtin_ctz(subs);
+    if (level + 1 >= CA_BIN_LEVELS)
+        return CA_BIN_COUNT;
+    uint64_t levels = b->level_map & (~0ull << (level + 1));
+    if (!levels)
+        return CA_BIN_COUNT;
+    level = (uint32_t)__builtin_ctzll(levels);
+    return level * CA_BIN_SUB + (uint32_t)__builtin_ctz(b->sub_map[level]);
+}
+
+ca_block *ca_bins_find(const ca_bins *b, size_t size, int exact,
+                       int (*accept)(const ca_block *blk, size_t size, uint64_t arg), uint64_t arg)
+{
+    uint32_t own = ca_bin_of(size);
+    ca_block *best = NULL;
+    int seen = 0;
+    for (ca_block *blk = b->head[own]; blk && seen < SCAN_LIMIT; blk = blk->lnext, seen++) {
+        if (blk->size < size || (exact && blk->size != size))
+            continue;
+        if (best && blk->size >= best->size)
+            continue;
+        if (accept && !accept(blk, size, arg))
+            continue;
+        best = blk;
+        if (blk->size == size)
+            break;
+    }
+    if (best || exact)
+        return best;
+    for (uint32_t cls = next_class(b, own + 1); cls < CA_BIN_COUNT; cls = next_class(b, cls + 1)) {
+        seen = 0;
+        for (ca_block *blk = b->head[cls]; blk && seen < SCAN_LIMIT; blk = blk->lnext, seen++) {
+            if (!accept || accept(blk, size, arg))
+                return blk;
+        }
+    }
+    return NULL;
+}
+
+size_t ca_bins_largest(const ca_bins *b)
+{
+    if (!b->level_map)
+        return 0;
+    uint32_t level = floor_log2(b->level_map);
+    uint32_t cls = level * CA_BIN_SUB + floor_log2(b->sub_map[level]);
+    size_t largest = 0;
+    for (ca_block *blk = b->head[cls]; blk; blk = blk->lnext)
+        if (blk->size > largest)
+            largest = blk->size;
+    return largest;
+}

@@ -1,0 +1,241 @@
+/* The arena's slower doors: device synchronization and reset, reclaim, statistics, the leak
+ * walk, and the arena's own life cycle. */
+#include <stdlib.h>
+
+#include "arena_internal.h"
+
+uint64_t ca_device_sync_begin(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    uint64_t token = d->free_seq;
+    pthread_mutex_unlock(&d->lock);
+    return token;
+}
+
+/* Trim cached bytes above the release threshold: the program just synchronized, so giving
+ * segments back (each a cudaFree, which synchronizes) costs no wait on its work. */
+static void trim(ca_arena *a, ca_device *d)
+{
+    if (d->release_threshold == UINT64_MAX || d->st.cached_bytes <= d->release_threshold)
+        return;
+    int n;
+    ca_segment **list =
+        ca_collect_whole(a, d, false, d->st.cached_bytes - d->release_threshold, &n);
+    if (n == 0) {
+        free(list);
+        return;
+    }
+    d->st.driver_free_calls += (uint64_t)n;
+    pthread_mutex_unlock(&d->lock);
+    ca_release_list(a, d, list, n);
+    pthread_mutex_lock(&d->lock);
+}
+
+void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    ca_complete_upto(d, token);
+    trim(a, d);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void free_device_state(ca_device *d)
+{
+    for (int i = 0; i < d->nsegs; i++)
+        ca_segment_forget(d, d->segs[i]);
+    free(d->segs);
+    d->segs = NULL;
+    d->nsegs = d->cap_segs = 0;
+    d->whole = NULL;
+    for (ca_fence *f = d->fence_head, *n; f; f = n) {
+        n = f->next;
+        free(f);
+    }
+    d->fence_head = d->fence_tail = NULL;
+    d->pend_head = d->pend_tail = NULL;
+    d->unfenced_max_seq = 0;
+    for (int i = 0; i < d->npools; i++)
+        free(d->pools[i]);
+    free(d->pools);
+    d->pools = NULL;
+    d->npools = d->cap_pools = 0;
+    d->last_pool = NULL;
+    free(d->streams);
+    d->streams = NULL;
+    d->nstreams = d->cap_streams = 0;
+    free(d->dying);
+    d->dying = NULL;
+    d->ndying = d->cap_dying = 0;
+    free(d->events);
+    d->events = NULL;
+    d->nevents = d->cap_events = 0;
+    for (ca_block *b = d->spare, *n; b; b = n) {
+        n = b->lnext;
+        free(b->stack);
+        free(b);
+    }
+    d->spare = NULL;
+    ca_map_free(&d->live);
+    ca_pool plain = {0};
+    plain.plain = true;
+    plain.stream = CA_STREAM_LEGACY;
+    d->plain = plain;
+    d->ready = d->fenced = d->switching = false;
+}
+
+/* Zero what describes memory; keep the cumulative call counters. */
+static void zero_gauges(ca_dev_stats *st)
+{
+    st->reserved_bytes = st->allocated_bytes = st->cached_bytes = st->pending_bytes = 0;
+    st->requested_bytes = st->segments = 0;
+}
+
+void ca_device_reset(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    while (d->switching)
+        pthread_cond_wait(&d->cond, &d->lock);
+    /* The runtime destroyed the memory and the events: forget them without calling it. */
+    free_device_state(d);
+    zero_gauges(&d->st);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static uint64_t reclaim_device(ca_arena *a, ca_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+    while (d->switching)
+        pthread_cond_wait(&d->cond, &d->lock);
+    if (ca_fencing(a, d))
+        ca_wait_all(a, d);
+    int n;
+    ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+    d->st.driver_free_calls += (uint64_t)n;
+    pthread_mutex_unlock(&d->lock);
+    return ca_release_list(a, d, list, n);
+}
+
+uint64_t ca_reclaim(ca_arena *a, int dev)
+{
+    uint64_t bytes = 0;
+    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (d && (dev < 0 || dev == i))
+            bytes += reclaim_device(a, d);
+    }
+    return bytes;
+}
+
+uint64_t ca_reusable_bytes(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    uint64_t bytes = d->st.cached_bytes;
+    pthread_mutex_unlock(&d->lock);
+    return bytes;
+}
+
+size_t ca_device_largest_free(ca_device *d)
+{
+    size_t largest = ca_bins_largest(&d->plain.large);
+    size_t s = ca_bins_largest(&d->plain.small);
+    if (s > largest)
+        largest = s;
+    for (int i = 0; i < d->npools; i++) {
+        size_t l = ca_bins_largest(&d->pools[i]->large);
+        if (l > largest)
+            largest = l;
+        l = ca_bins_largest(&d->pools[i]->small);
+        if (l > largest)
+            largest = l;
+    }
+    return largest;
+}
+
+int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    *out = d->st;
+    out->largest_free_block = ca_device_largest_free(d);
+    pthread_mutex_unlock(&d->lock);
+    return 1;
+}
+
+int ca_device_count(ca_arena *a) { return __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE); }
+
+void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx)
+{
+    int n = ca_device_count(a);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        pthread_mutex_lock(&d->lock);
+        for (size_t s = 0; s < d->live.cap; s++) {
+            ca_block *b = d->live.vals[s];
+            if (d->live.keys[s] && b)
+                fn(ctx, i, (void *)b->addr, b->requested, b->t_alloc_ns,
+                   b->depth ? (void *const *)b->stack : NULL, b->depth);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+void ca_arena_destroy(ca_arena *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < CA_MAX_DEVICES; i++) {
+        ca_device *d = a->dev[i];
+        if (!d)
+            continue;
+        for (int k = 0; k < d->nsegs; k++)
+            a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
+        for (ca_fence *f = d->fence_head; f; f = f->next)
+            for (int k = 0; k < f->nev; k++)
+                a->be.event_destroy(a->be.ctx, i, f->ev[k]);
+        for (int k = 0; k < d->npools; k++)
+            if (d->pools[k]->ev)
+                a->be.event_destroy(a->be.ctx, i, d->pools[k]->ev);
+        for (int k = 0; k < d->ndying; k++)
+            a->be.event_destroy(a->be.ctx, i, d->dying[k].ev);
+        for (int k = 0; k < d->nevents; k++)
+            a->be.event_destroy(a->be.ctx, i, d->events[k]);
+        free_device_state(d);
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        free(d);
+    }
+    pthread_mutex_destroy(&a->devices_lock);
+    free(a);
+}
+
+void ca_arena_forget(ca_arena *a)
+{
+    for (int i = 0; i < CA_MAX_DEVICES; i++) {
+        ca_device *d = a->dev[i];
+        if (!d)
+            continue;
+        free_device_state(d);
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_cond_init(&d->cond, NULL);
+        ca_dev_stats zero = {0};
+        d->st = zero;
+    }
+    pthread_mutex_init(&a->devices_lock, NULL);
+}

@@ -1,0 +1,168 @@
+/* Private structures of the arena, shared by its source files only. */
+#ifndef CACHEALLOC_ARENA_INTERNAL_H
+#define CACHEALLOC_ARENA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "arena.h"
+#include "arena_bins.h"
+#include "arena_map.h"
+
+#define CA_ROUND 512u                     /* every block is a multiple of this    */
+#define CA_SMALL_MAX (1u << 20)           /* up to here: the small pool          */
+#define CA_SMALL_SEGMENT (2u << 20)       /* segment size of the small pool      */
+#define CA_MID_MAX (10u << 20)            /* up to here: 20 MiB segments         */
+#define CA_MID_SEGMENT (20u << 20)
+#define CA_LARGE_ROUND (2u << 20)         /* larger: rounded to this             */
+#define CA_LARGE_MIN_REMAINDER (1u << 20) /* large blocks split only above this  */
+#define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
+#define CA_MAX_STACK 16
+
+typedef enum { BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2 } ca_block_state;
+
+typedef struct ca_segment ca_segment;
+typedef struct ca_pool ca_pool;
+
+struct ca_block {
+    uintptr_t addr;
+    size_t size;              /* rounded, what the block occupies            */
+    size_t requested;         /* what the program asked for                  */
+    ca_block *prev, *next;    /* address-order neighbours in the segment     */
+    ca_block *lprev, *lnext;  /* bin list or pending list                    */
+    ca_segment *seg;
+    uint64_t free_seq;        /* device free sequence number of the last free */
+    uint32_t state;
+    uint32_t bin;
+    uint64_t t_alloc_ns;
+    void **stack;             /* CA_MAX_STACK entries when stacks are kept   */
+    int depth;
+};
+
+struct ca_segment {
+    uintptr_t base;
+    size_t size;
+    ca_pool *pool;            /* the pool whose streams may use it           */
+    ca_block *first;          /* lowest block                                */
+    bool small;
+    bool pinned;              /* the preallocation: kept by the threshold trim */
+    ca_segment *wprev, *wnext;/* list of wholly free segments of the device  */
+    bool in_whole;
+};
+
+/* A pool: the blocks one stream (or the plain API) may reuse at once. */
+struct ca_pool {
+    ca_stream_t stream;
+    bool plain;               /* the plain API pool of the device            */
+    bool dead;                /* its stream was destroyed                    */
+    ca_bins small, large;
+    /* Cross-stream safety of async pools: frees with free_seq <= safe_seq completed on the
+     * device. One event at a time is in flight; it covers frees up to ev_seq. */
+    uint64_t last_free_seq;
+    uint64_t safe_seq;
+    ca_event_t ev;
+    uint64_t ev_seq;
+    bool ev_inflight;
+};
+
+/* A fence: events on every live stream of a device, covering a batch of plain frees. */
+typedef struct ca_fence {
+    struct ca_fence *next;
+    uint64_t max_seq;         /* covers pending blocks with free_seq <= max_seq */
+    int nev;
+    ca_event_t ev[];          /* nev events                                  */
+} ca_fence;
+
+/* A destroyed stream whose last work may still run: its final event. */
+typedef struct ca_dying {
+    ca_event_t ev;
+    bool done;
+} ca_dying;
+
+typedef struct ca_device {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;      /* signalled when a mode switch finishes       */
+    int id;
+    bool ready;               /* limit computed, preallocation done          */
+    bool fenced;              /* left the single-stream fast path            */
+    bool switching;           /* the one-time device synchronization runs    */
+    uint64_t limit;           /* effective CACHEALLOC_LIMIT in bytes, 0 none */
+    uint64_t release_threshold;
+    ca_map live;              /* allocated blocks by address                 */
+    ca_pool plain;
+    ca_pool **pools;          /* async pools by stream                       */
+    int npools, cap_pools;
+    ca_pool *last_pool;       /* lookup cache for the async hot path         */
+    ca_segment **segs;        /* sorted by base                              */
+    int nsegs, cap_segs;
+    ca_segment *whole;        /* wholly free segments                        */
+    /* Plain frees waiting for a fence: the unfenced list, then recorded fences (FIFO). */
+    ca_block *pend_head, *pend_tail;
+    uint64_t unfenced_max_seq;
+    ca_fence *fence_head, *fence_tail;
+    uint64_t free_seq;        /* device-wide free counter                    */
+    uint64_t synced_seq;      /* frees up to here completed (device synchronized) */
+    ca_stream_t *streams;     /* live streams in the fence set               */
+    int nstreams, cap_streams;
+    ca_dying *dying;
+    int ndying, cap_dying;
+    ca_event_t *events;       /* idle events for reuse                       */
+    int nevents, cap_events;
+    ca_block *spare;          /* recycled block structs                      */
+    ca_dev_stats st;
+} ca_device;
+
+struct ca_arena {
+    ca_backend be;
+    ca_config cfg;
+    pthread_mutex_t devices_lock; /* creation of device slots               */
+    ca_device *dev[CA_MAX_DEVICES];
+    int ndev;
+};
+
+
+/* arena.c */
+ca_device *ca_device_get(ca_arena *a, int dev);
+static inline ca_device *ca_device_peek(ca_arena *a, int dev)
+{
+    if (dev < 0 || dev >= CA_MAX_DEVICES)
+        return NULL;
+    return __atomic_load_n(&a->dev[dev], __ATOMIC_ACQUIRE);
+}
+ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n);
+uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n);
+size_t ca_device_largest_free(ca_device *d);
+
+#endif
+
+/* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
+size_t ca_round_request(const ca_config *c, size_t size);
+size_t ca_segment_size(const ca_config *c, size_t rounded);
+bool ca_is_small(size_t rounded);
+ca_block *ca_block_new(ca_device *d);
+void ca_block_recycle(ca_device *d, ca_block *b);
+ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
+                         bool pinned, ca_block **out);
+void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg);
+void ca_segment_release(ca_arena *a, int dev, ca_segment *seg);
+void ca_segment_forget(ca_device *d, ca_segment *seg);
+ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr);
+void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to);
+void ca_block_free(ca_device *d, ca_block *b);
+void ca_block_unfree(ca_device *d, ca_block *b);
+ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded);
+ca_bins *ca_pool_bins(ca_pool *p, bool small);
+
+/* arena_fence.c: the reuse contract's bookkeeping. All under the device lock. */
+bool ca_fencing(const ca_arena *a, const ca_device *d);
+bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
+void ca_pend(ca_device *d, ca_block *b);
+bool ca_fence_record(ca_arena *a, ca_device *d);
+void ca_wait_device(ca_arena *a, ca_device *d);
+bool ca_fence_poll(ca_arena *a, ca_device *d);
+void ca_pools_poll(ca_arena *a, ca_device *d);
+void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
+void ca_complete_upto(ca_device *d, uint64_t seq);
+void ca_wait_all(ca_arena *a, ca_device *d);
+ca_event_t ca_event_get(ca_arena *a, ca_device *d);
+void ca_event_put(ca_device *d, ca_event_t ev);

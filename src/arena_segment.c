@@ -1,0 +1,308 @@
+/* Segments (driver allocations) and the blocks they are cut into.
+ *
+ * A segment belongs to one pool at a time; its blocks are address-ordered and linked, so a
+ * freed block merges with free neighbours in O(1). A segment whose blocks have all merged back
+ * into one is "whole": only whole segments move between pools or go back to the driver. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena_internal.h"
+
+static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+bool ca_is_small(size_t rounded) { return rounded <= CA_SMALL_MAX; }
+
+size_t ca_round_request(const ca_config *c, size_t size)
+{
+    if (size > SIZE_MAX / 2)
+        return 0;
+    if (c->pool == CA_POOL_BINNED) {
+        size_t p = CA_ROUND;
+        while (p < size)
+            p <<= 1;
+        return p;
+    }
+    return round_up(size, CA_ROUND);
+}
+
+size_t ca_segment_size(const ca_config *c, size_t rounded)
+{
+    if (c->pool != CA_POOL_SPLIT)
+        return rounded;
+    if (rounded <= CA_SMALL_MAX)
+        return CA_SMALL_SEGMENT;
+    if (rounded < CA_MID_MAX)
+        return CA_MID_SEGMENT;
+    return round_up(rounded, CA_LARGE_ROUND);
+}
+
+ca_bins *ca_pool_bins(ca_pool *p, bool small) { return small ? &p->small : &p->large; }
+
+ca_block *ca_block_new(ca_device *d)
+{
+    ca_block *b = d->spare;
+    if (b) {
+        d->spare = b->lnext;
+        void **stack = b->stack;
+        memset(b, 0, sizeof *b);
+        b->stack = stack;
+        return b;
+    }
+    return calloc(1, sizeof *b);
+}
+
+void ca_block_recycle(ca_device *d, ca_block *b)
+{
+    b->lnext = d->spare;
+    d->spare = b;
+}
+
+static void whole_add(ca_device *d, ca_segment *s)
+{
+    if (s->in_whole)
+        return;
+    s->in_whole = true;
+    s->wprev = NULL;
+    s->wnext = d->whole;
+    if (d->whole)
+        d->whole->wprev = s;
+    d->whole = s;
+}
+
+static void whole_del(ca_device *d, ca_segment *s)
+{
+    if (!s->in_whole)
+        return;
+    if (s->wprev)
+        s->wprev->wnext = s->wnext;
+    else
+        d->whole = s->wnext;
+    if (s->wnext)
+        s->wnext->wprev = s->wprev;
+    s->in_whole = false;
+    s->wprev = s->wnext = NULL;
+}
+
+static int seg_index(const ca_device *d, uintptr_t addr)
+{
+    /* Index of the last segment with base <= addr, or -1. */
+    int lo = 0, hi = d->nsegs - 1, found = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (d->segs[mid]->base <= addr) {
+            found = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found;
+}
+
+ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr)
+{
+    int i = seg_index(d, addr);
+    if (i < 0)
+        return NULL;
+    ca_segment *s = d->segs[i];
+    return addr < s->base + s->size ? s : NULL;
+}
+
+static int seg_insert(ca_device *d, ca_segment *s)
+{
+    if (d->nsegs == d->cap_segs) {
+        int ncap = d->cap_segs ? d->cap_segs * 2 : 16;
+        ca_segment **n = realloc(d->segs, (size_t)ncap * sizeof *n);
+        if (!n)
+            return -1;
+        d->segs = n;
+        d->cap_segs = ncap;
+    }
+    int at = seg_index(d, s->base) + 1;
+    memmove(&d->segs[at + 1], &d->segs[at], (size_t)(d->nsegs - at) * sizeof *d->segs);
+    d->segs[at] = s;
+    d->nsegs++;
+    return 0;
+}
+
+static void seg_remove(ca_device *d, ca_segment *s)
+{
+    int at = seg_index(d, s->base);
+    if (at < 0 || d->segs[at] != s)
+        return;
+    memmove(&d->segs[at], &d->segs[at + 1], (size_t)(d->nsegs - at - 1) * sizeof *d->segs);
+    d->nsegs--;
+}
+
+static void note_peaks(ca_dev_stats *st)
+{
+    if (st->reserved_bytes > st->peak_reserved_bytes)
+        st->peak_reserved_bytes = st->reserved_bytes;
+    if (st->allocated_bytes > st->peak_allocated_bytes)
+        st->peak_allocated_bytes = st->allocated_bytes;
+}
+
+ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
+                         bool pinned, ca_block **out)
+{
+    ca_segment *seg = calloc(1, sizeof *seg);
+    ca_block *b = ca_block_new(d);
+    if (!seg || !b) {
+        free(seg);
+        if (b)
+            ca_block_recycle(d, b);
+        return CA_ERR_OOM;
+    }
+    void *ptr = NULL;
+    d->st.driver_alloc_calls++;
+    int rc = a->be.alloc(a->be.ctx, d->id, size, &ptr);
+    if (rc != CA_OK || !ptr) {
+        free(seg);
+        ca_block_recycle(d, b);
+        return rc == CA_OK ? CA_ERR_BACKEND : (ca_status)rc;
+    }
+    seg->base = (uintptr_t)ptr;
+    seg->size = size;
+    seg->pool = pool;
+    seg->small = small;
+    seg->pinned = pinned;
+    seg->first = b;
+    if (seg_insert(d, seg) != 0) {
+        a->be.release(a->be.ctx, d->id, ptr);
+        free(seg);
+        ca_block_recycle(d, b);
+        return CA_ERR_OOM;
+    }
+    b->addr = seg->base;
+    b->size = size;
+    b->seg = seg;
+    b->state = BLOCK_FREE;
+    ca_bins_insert(ca_pool_bins(pool, small), b);
+    whole_add(d, seg);
+    d->st.reserved_bytes += size;
+    d->st.cached_bytes += size;
+    d->st.segments++;
+    note_peaks(&d->st);
+    if (a->cfg.trace)
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_ALLOC, d->id, ptr, size, pool->stream);
+    *out = b;
+    return CA_OK;
+}
+
+void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
+{
+    /* Only whole segments (one free block) or a none-mode segment (one allocated block). */
+    ca_block *b = seg->first;
+    if (b->state == BLOCK_FREE) {
+        ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
+        d->st.cached_bytes -= b->size;
+    }
+    whole_del(d, seg);
+    seg_remove(d, seg);
+    d->st.reserved_bytes -= seg->size;
+    d->st.segments--;
+    ca_block_recycle(d, b);
+    seg->first = NULL;
+    if (a->cfg.trace)
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_FREE, d->id, (void *)seg->base, seg->size,
+                     seg->pool->stream);
+}
+
+void ca_segment_release(ca_arena *a, int dev, ca_segment *seg)
+{
+    a->be.release(a->be.ctx, dev, (void *)seg->base);
+    free(seg);
+}
+
+void ca_segment_forget(ca_device *d, ca_segment *seg)
+{
+    for (ca_block *b = seg->first, *n; b; b = n) {
+        n = b->next;
+        free(b->stack);
+        free(b);
+    }
+    (void)d;
+    free(seg);
+}
+
+void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to)
+{
+    (void)d;
+    ca_block *b = seg->first;
+    ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
+    seg->pool = to;
+    ca_bins_insert(ca_pool_bins(to, seg->small), b);
+}
+
+/* Absorb right into left (both free, adjacent): left grows, right's struct is recycled. */
+static void merge_into(ca_device *d, ca_block *left, ca_block *right)
+{
+    left->size += right->size;
+    left->next = right->next;
+    if (right->next)
+        right->next->prev = left;
+    if (right->free_seq > left->free_seq)
+        left->free_seq = right->free_seq;
+    ca_block_recycle(d, right);
+}
+
+void ca_block_free(ca_device *d, ca_block *b)
+{
+    ca_segment *seg = b->seg;
+    ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
+    b->state = BLOCK_FREE;
+    d->st.cached_bytes += b->size;
+    if (b->prev && b->prev->state == BLOCK_FREE) {
+        ca_block *p = b->prev;
+        ca_bins_remove(bins, p);
+        merge_into(d, p, b);
+        b = p;
+    }
+    if (b->next && b->next->state == BLOCK_FREE) {
+        ca_bins_remove(bins, b->next);
+        merge_into(d, b, b->next);
+    }
+    ca_bins_insert(bins, b);
+    if (!b->prev && !b->next)
+        whole_add(d, seg);
+}
+
+void ca_block_unfree(ca_device *d, ca_block *b)
+{
+    ca_segment *seg = b->seg;
+    ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
+    whole_del(d, seg);
+    d->st.cached_bytes -= b->size;
+}
+
+ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
+{
+    ca_segment *seg = b->seg;
+    ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
+    ca_block_unfree(d, b);
+    size_t rest = b->size - rounded;
+    bool split = a->cfg.pool == CA_POOL_SPLIT && b->size < a->cfg.max_split &&
+                 (seg->small ? rest >= CA_ROUND : rest > CA_LARGE_MIN_REMAINDER);
+    if (split) {
+        ca_block *r = ca_block_new(d);
+        if (r) {
+            r->addr = b->addr + rounded;
+            r->size = rest;
+            r->seg = seg;
+            r->free_seq = b->free_seq;
+            r->state = BLOCK_FREE;
+            r->prev = b;
+            r->next = b->next;
+            if (b->next)
+                b->next->prev = r;
+            b->next = r;
+            b->size = rounded;
+            ca_bins_insert(bins, r);
+            d->st.cached_bytes += rest;
+        }
+    }
+    b->state = BLOCK_ALLOC;
+    d->st.allocated_bytes += b->size;
+    note_peaks(&d->st);
+    return b;
+}

@@ -1,0 +1,215 @@
+#include "fake_backend.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* The arena calls some backend functions without its lock (release, waits): serialize here. */
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+#define LOCKED(expr) do { pthread_mutex_lock(&fake_lock); int rc_ = (expr); pthread_mutex_unlock(&fake_lock); return rc_; } while (0)
+
+int fake_stream(fake_device *dev, ca_stream_t s)
+{
+    for (int i = 0; i < dev->nstreams; i++)
+        if (dev->streams[i].key == s)
+            return i;
+    if (dev->nstreams == FAKE_MAX_STREAMS)
+        return 0;
+    dev->streams[dev->nstreams].key = s;
+    return dev->nstreams++;
+}
+
+void fake_work(fake_device *dev, ca_stream_t s)
+{
+    pthread_mutex_lock(&fake_lock);
+    dev->streams[fake_stream(dev, s)].enq++;
+    pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_complete(fake_device *dev, ca_stream_t s)
+{
+    pthread_mutex_lock(&fake_lock);
+    fake_queue *st = &dev->streams[fake_stream(dev, s)];
+    st->done = st->enq;
+    pthread_mutex_unlock(&fake_lock);
+}
+
+static void complete_all(fake_device *dev)
+{
+    for (int i = 0; i < dev->nstreams; i++)
+        dev->streams[i].done = dev->streams[i].enq;
+}
+
+void fake_complete_all(fake_device *dev)
+{
+    pthread_mutex_lock(&fake_lock);
+    complete_all(dev);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+int fake_done(fake_device *dev, ca_stream_t s, uint64_t seq)
+{
+    pthread_mutex_lock(&fake_lock);
+    int done = dev->streams[fake_stream(dev, s)].done >= seq;
+    pthread_mutex_unlock(&fake_lock);
+    return done;
+}
+
+static int f_alloc_unlocked(void *ctx, int d, size_t size, void **out)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    if (dev->fail_next_allocs > 0) {
+        dev->fail_next_allocs--;
+        return CA_ERR_OOM;
+    }
+    if (dev->used + size > dev->capacity || dev->nlive == 4096)
+        return CA_ERR_OOM;
+    dev->allocs++;
+    dev->used += size;
+    uintptr_t addr = dev->next_addr;
+    dev->next_addr += (size + 0xfffff) & ~(uintptr_t)0xfffff; /* gaps between segments */
+    dev->next_addr += 1 << 20;
+    dev->live_addr[dev->nlive] = addr;
+    dev->live_size[dev->nlive++] = size;
+    *out = (void *)addr;
+    return CA_OK;
+}
+
+static int f_release_unlocked(void *ctx, int d, void *ptr)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    /* The real cudaFree synchronizes the device first. */
+    complete_all(dev);
+    dev->device_syncs++;
+    for (int i = 0; i < dev->nlive; i++) {
+        if (dev->live_addr[i] == (uintptr_t)ptr) {
+            dev->used -= dev->live_size[i];
+            dev->live_addr[i] = dev->live_addr[--dev->nlive];
+            dev->live_size[i] = dev->live_size[dev->nlive];
+            dev->releases++;
+            return CA_OK;
+        }
+    }
+    return CA_ERR_INVALID;
+}
+
+static int f_event_create_unlocked(void *ctx, int d, ca_event_t *out)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    for (int i = 0; i < FAKE_MAX_EVENTS; i++) {
+        if (!dev->events[i].used) {
+            memset(&dev->events[i], 0, sizeof dev->events[i]);
+            dev->events[i].used = 1;
+            *out = &dev->events[i];
+            return CA_OK;
+        }
+    }
+    return CA_ERR_BACKEND;
+}
+
+static int f_event_destroy_unlocked(void *ctx, int d, ca_event_t ev)
+{
+    (void)ctx;
+    (void)d;
+    ((fake_event *)ev)->used = 0;
+    return CA_OK;
+}
+
+static int f_event_record_unlocked(void *ctx, int d, ca_event_t ev, ca_stream_t s)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    int i = fake_stream(dev, s);
+    if (i == dev->record_fails_for)
+        return CA_ERR_BACKEND;
+    fake_event *e = ev;
+    e->recorded = 1;
+    e->stream = i;
+    e->seq = dev->streams[i].enq;
+    dev->records++;
+    return CA_OK;
+}
+
+static int f_event_query_unlocked(void *ctx, int d, ca_event_t ev)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    fake_event *e = ev;
+    dev->queries++;
+    return !e->recorded || dev->streams[e->stream].done >= e->seq;
+}
+
+static int f_event_sync_unlocked(void *ctx, int d, ca_event_t ev)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    fake_event *e = ev;
+    dev->event_syncs++;
+    if (e->recorded && dev->streams[e->stream].done < e->seq)
+        dev->streams[e->stream].done = e->seq;
+    return CA_OK;
+}
+
+static int f_device_sync_unlocked(void *ctx, int d)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    dev->device_syncs++;
+    complete_all(dev);
+    return CA_OK;
+}
+
+static int f_mem_info_unlocked(void *ctx, int d, size_t *fr, size_t *total)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    *fr = dev->capacity - dev->used;
+    *total = dev->capacity;
+    return CA_OK;
+}
+
+static int f_alloc(void *ctx, int d, size_t size, void **out) { LOCKED(f_alloc_unlocked(ctx, d, size, out)); }
+static int f_release(void *ctx, int d, void *ptr) { LOCKED(f_release_unlocked(ctx, d, ptr)); }
+static int f_event_create(void *ctx, int d, ca_event_t *out) { LOCKED(f_event_create_unlocked(ctx, d, out)); }
+static int f_event_destroy(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_destroy_unlocked(ctx, d, ev)); }
+static int f_event_record(void *ctx, int d, ca_event_t ev, ca_stream_t s) { LOCKED(f_event_record_unlocked(ctx, d, ev, s)); }
+static int f_event_query(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_query_unlocked(ctx, d, ev)); }
+static int f_event_sync(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_sync_unlocked(ctx, d, ev)); }
+static int f_device_sync(void *ctx, int d) { LOCKED(f_device_sync_unlocked(ctx, d)); }
+static int f_mem_info(void *ctx, int d, size_t *fr, size_t *total) { LOCKED(f_mem_info_unlocked(ctx, d, fr, total)); }
+
+static void f_clear(void *ctx) { ((fake_device *)ctx)->clears++; }
+
+void fake_init(fake_device *dev, ca_backend *be, uint64_t capacity)
+{
+    memset(dev, 0, sizeof *dev);
+    dev->capacity = capacity;
+    dev->next_addr = (uintptr_t)1 << 40;
+    dev->record_fails_for = -1;
+    fake_stream(dev, CA_STREAM_LEGACY);
+    ca_backend b = {
+        .ctx = dev,
+        .alloc = f_alloc,
+        .release = f_release,
+        .event_create = f_event_create,
+        .event_destroy = f_event_destroy,
+        .event_record = f_event_record,
+        .event_query = f_event_query,
+        .event_synchronize = f_event_sync,
+        .stream_wait_event = NULL,
+        .device_synchronize = f_device_sync,
+        .mem_info = f_mem_info,
+        .clear_error = f_clear,
+    };
+    *be = b;
+}
+
+uint64_t fake_enqueued(fake_device *dev, ca_stream_t s)
+{
+    pthread_mutex_lock(&fake_lock);
+    uint64_t n = dev->streams[fake_stream(dev, s)].enq;
+    pthread_mutex_unlock(&fake_lock);
+    return n;
+}
