@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing cachealloc needs, when it is missing. Idempotent.
+# As root it installs with apt-get; otherwise it prints the exact command to run.
+set -euo pipefail
+
+# Debian packages: build tools, the C test framework, the real HIP headers and library,
+# ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts.
+packages=(meson ninja-build pkg-config gcc clang python3 libcmocka-dev libamdhip64-dev
+          libncurses-dev tmux valgrind)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "setup: installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "setup: missing packages; run:"
+        echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+        exit 1
+    fi
+fi
+
+cuda="${CUDA_PATH:-/usr/local/cuda}"
+if [ -f "$cuda/include/cuda_runtime_api.h" ] && [ -f "$cuda/lib64/libcudart.so.13" ]; then
+    echo "setup: CUDA toolkit found at $cuda"
+else
+    echo "setup: no CUDA 13 toolkit at $cuda (set CUDA_PATH): the library still builds;" \
+         "tests that need the CUDA headers are skipped"
+fi
