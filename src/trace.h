@@ -1,0 +1,26 @@
+/* CACHEALLOC_TRACE: the allocation timeline as CSV, in the format of real GPU traces
+ * (seq,time_us,event,handle,size,stream; events A, F, SA, SF), so one replay tool and one
+ * plotting script read ours and recorded ones alike. */
+#ifndef CACHEALLOC_TRACE_H
+#define CACHEALLOC_TRACE_H
+
+#include <stdio.h>
+
+#include "arena.h"
+
+typedef struct ca_trace ca_trace;
+
+/* Create (truncate) path and write the header. NULL on failure, after one line on err. */
+ca_trace *ca_trace_open(const char *path, FILE *err);
+
+/* Append one event; a ca_trace_fn, with the ca_trace as its context. Thread-safe. */
+void ca_trace_event(void *trace, ca_trace_kind kind, int dev, const void *ptr, size_t size,
+                    ca_stream_t stream);
+
+/* Flush everything written so far to the file. */
+void ca_trace_flush(ca_trace *t);
+
+/* Flush and close; t may be NULL. */
+void ca_trace_close(ca_trace *t);
+
+#endif
