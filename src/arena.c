@@ -252,19 +252,19 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
                       bool *driver_failed)
 {
     size_t seg = ca_segment_size(&a->cfg, rounded);
-    if (!within_limit(d, seg)) {
-        /* A mid-size request may still fit a segment of its own size under the limit. */
-        if (rounded == seg || !within_limit(d, rounded) || a->cfg.pool != CA_POOL_SPLIT)
-            return NULL;
-        seg = ca_segment_size(&a->cfg, rounded) == CA_SMALL_SEGMENT ? rounded
-              : (rounded + CA_LARGE_ROUND - 1) / CA_LARGE_ROUND * CA_LARGE_ROUND;
-        if (!within_limit(d, seg))
-            seg = rounded;
-    }
+    /* The limit may leave room for the request but not for the usual segment around it. */
+    if (!within_limit(d, seg) && within_limit(d, rounded))
+        seg = rounded;
+    if (!within_limit(d, seg))
+        return NULL;
     ca_block *b = NULL;
     ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b);
-    if (rc == CA_ERR_OOM)
+    if (rc == CA_ERR_OOM) {
         *driver_failed = true;
+        /* The device may still hold the request itself, just not the segment around it. */
+        if (seg > rounded)
+            rc = ca_segment_new(a, d, p, rounded, small, false, &b);
+    }
     return rc == CA_OK ? b : NULL;
 }
 

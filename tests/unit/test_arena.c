@@ -453,6 +453,22 @@ static void test_oom_truly_full(void **state)
     teardown((void **)&f);
 }
 
+static void test_oom_segment_shrinks_to_request(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(64 * MiB);
+    fx_start(f);
+    void *keep = must_alloc(f, 50 * MiB, NULL, CA_API_PLAIN);
+    /* 12 MiB free: a 3 MiB request's usual 20 MiB segment does not fit, the request does. */
+    void *p = must_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(stats(f).reserved_bytes, 53 * MiB);
+    assert_int_equal(stats(f).oom_recoveries, 1);
+    assert_int_equal(f->dev.clears, 1);
+    must_free(f, p, NULL, CA_API_PLAIN);
+    must_free(f, keep, NULL, CA_API_PLAIN);
+    teardown((void **)&f);
+}
+
 static void test_limit(void **state)
 {
     (void)state;
@@ -652,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_oom_waits_for_fence),
         cmocka_unit_test(test_oom_flushes_fragmented_cache),
         cmocka_unit_test(test_oom_truly_full),
+        cmocka_unit_test(test_oom_segment_shrinks_to_request),
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_limit_percent),
         cmocka_unit_test(test_release_threshold),
