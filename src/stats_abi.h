@@ -13,8 +13,13 @@
 #ifndef CACHEALLOC_STATS_ABI_H
 #define CACHEALLOC_STATS_ABI_H
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
 #define CA_STATS_ABI_VERSION 1u
@@ -116,5 +121,31 @@ _Static_assert(offsetof(ca_stats_header, api) == 128, "header layout");
 _Static_assert(offsetof(ca_stats_header, config) == 144, "header layout");
 _Static_assert(offsetof(ca_stats_header, cmdline) == 384, "header layout");
 _Static_assert(sizeof(ca_stats_header) == 1024, "header size");
+
+/* The start_time of process pid (0: this process) as the header records it: field 22 of
+ * /proc/<pid>/stat, counted from the last ')' since the command name may hold spaces and
+ * parentheses. 0 when it cannot be read. Writer and reader share it so they always agree. */
+static inline uint64_t ca_stats_proc_start_time(int pid)
+{
+    char path[64], buf[1024];
+    if (pid > 0)
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (p)
+        p++; /* the space before field 3 */
+    for (int field = 3; field < 22 && p; field++) /* p sits before field `field` */
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
 
 #endif

@@ -54,29 +54,6 @@ static uint64_t now_ns(void)
 
 static unsigned current_gen(void) { return __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE); }
 
-/* Field 22 of /proc/self/stat; the fields after the command name (which may hold spaces and
- * parentheses) are counted from the last ')'. */
-static uint64_t process_start_time(void)
-{
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field < 22 && p; field++) { /* p sits before field `field` */
-        p = strchr(p + 1, ' ');
-    }
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 static void read_cmdline(char *out, size_t len)
 {
     out[0] = '\0';
@@ -297,7 +274,7 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
     h->device_capacity = CA_STATS_DEVICE_CAPACITY;
     h->uid = (uint32_t)geteuid();
     h->pid = (uint64_t)getpid();
-    h->start_time = process_start_time();
+    h->start_time = ca_stats_proc_start_time(0);
     copy_str(h->api, sizeof h->api, api);
     copy_str(h->config, sizeof h->config, config_summary);
     read_cmdline(h->cmdline, sizeof h->cmdline);

@@ -142,34 +142,13 @@ int top_read_segment(int dirfd, const char *name, top_proc *out, char *why, size
     return rc;
 }
 
-static uint64_t pid_start_time(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field < 22 && p; field++)
-        p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 int top_pid_alive(int pid, uint64_t start_time)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
         return 0;
     if (start_time == 0)
         return 1;
-    uint64_t now = pid_start_time(pid);
+    uint64_t now = ca_stats_proc_start_time(pid);
     return now == 0 || now == start_time;
 }
 
