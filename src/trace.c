@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +12,7 @@ struct ca_trace {
     FILE *f;
     pthread_mutex_t lock;
     uint64_t seq;
+    int off; /* a forked child's copy: writes nothing */
 };
 
 ca_trace *ca_trace_open(const char *path, FILE *err)
@@ -52,7 +54,8 @@ void ca_trace_event(void *trace, ca_trace_kind kind, int dev, const void *ptr, s
     uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
     (void)dev; /* device addresses are unique across devices (unified addressing) */
     pthread_mutex_lock(&t->lock);
-    fprintf(t->f, "%" PRIu64 ",%" PRIu64 ",%s,%#" PRIxPTR ",%zu,%" PRIuPTR "\n", t->seq++, us,
+    if (!t->off)
+        fprintf(t->f, "%" PRIu64 ",%" PRIu64 ",%s,%#" PRIxPTR ",%zu,%" PRIuPTR "\n", t->seq++, us,
             event_name(kind), (uintptr_t)ptr, size, (uintptr_t)stream);
     pthread_mutex_unlock(&t->lock);
 }
@@ -64,6 +67,15 @@ void ca_trace_flush(ca_trace *t)
     pthread_mutex_lock(&t->lock);
     fflush(t->f);
     pthread_mutex_unlock(&t->lock);
+}
+
+void ca_trace_after_fork_child(ca_trace *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_init(&t->lock, NULL);
+    __fpurge(t->f);
+    t->off = 1;
 }
 
 void ca_trace_close(ca_trace *t)

@@ -20,6 +20,10 @@ void ca_trace_event(void *trace, ca_trace_kind kind, int dev, const void *ptr, s
 /* Flush everything written so far to the file. */
 void ca_trace_flush(ca_trace *t);
 
+/* In a forked child: drop what the parent had not written yet and record nothing more (the
+ * parent owns the file). */
+void ca_trace_after_fork_child(ca_trace *t);
+
 /* Flush and close; t may be NULL. */
 void ca_trace_close(ca_trace *t);
 

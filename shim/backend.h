@@ -1,0 +1,11 @@
+/* The arena's backend over a runtime descriptor. */
+#ifndef CACHEALLOC_SHIM_BACKEND_H
+#define CACHEALLOC_SHIM_BACKEND_H
+
+#include "arena.h"
+#include "runtime.h"
+
+/* Fill be with the one backend implementation, working on rt (whose fn must be resolved). */
+void ca_backend_make(ca_runtime *rt, ca_backend *be);
+
+#endif

@@ -1,0 +1,254 @@
+/* The shared logic of every interposed call. Bad input is answered by the real runtime itself
+ * wherever that is safe (a NULL out-pointer, size 0, a NULL free), so the code returned and the
+ * runtime's last error are exactly the runtime's own. */
+#include <stdint.h>
+
+#include "front.h"
+#include "init.h"
+#include "public_internal.h"
+#include "streams.h"
+
+/* A host address that is never a device allocation: forwarded to the real free when the arena
+ * rejects a free (interior pointer, double free), so that the runtime itself returns and
+ * records its "not an allocation" code. Forwarding the program's own pointer is not safe: a
+ * double-freed block may start one of the arena's live segments. */
+static char not_a_device_pointer;
+
+/* An allocation no device can satisfy: makes the real runtime record out-of-memory. */
+#define IMPOSSIBLE_SIZE ((size_t)1 << 62)
+
+static int usable_device(int dev)
+{
+    return dev >= 0 && dev < CA_MAX_DEVICES;
+}
+
+/* The arena refused an allocation the real runtime must now answer: its code and last error
+ * are then the runtime's own. Under CACHEALLOC_LIMIT the real runtime may succeed where the
+ * arena may not: the limit wins, and an impossible request records out-of-memory. */
+static ca_rt_err plain_alloc_failed(ca_runtime *rt, ca_status st, void **ptr, size_t size)
+{
+    void *p = NULL;
+    ca_rt_err e = rt->fn.malloc(&p, size);
+    if (e != rt->codes.success)
+        return e;
+    if (st != CA_ERR_OOM) {
+        *ptr = p; /* the arena failed for another reason: the program gets a plain allocation */
+        return e;
+    }
+    rt->fn.free(p);
+    e = rt->fn.malloc(&p, IMPOSSIBLE_SIZE);
+    if (e == rt->codes.success)
+        rt->fn.free(p);
+    return rt->codes.out_of_memory;
+}
+
+static ca_rt_err async_alloc_failed(ca_runtime *rt, ca_status st, void **ptr, size_t size,
+                                    void *stream, int ptsz)
+{
+    ca_rt_err (*m)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
+    ca_rt_err (*f)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
+    void *p = NULL;
+    ca_rt_err e = m(&p, size, stream);
+    if (e != rt->codes.success)
+        return e;
+    if (st != CA_ERR_OOM) {
+        *ptr = p;
+        return e;
+    }
+    f(p, stream);
+    e = m(&p, IMPOSSIBLE_SIZE, stream);
+    if (e == rt->codes.success)
+        f(p, stream);
+    return rt->codes.out_of_memory;
+}
+
+ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    if (ptr == NULL || size == 0 || ca_public_bypass())
+        return rt->fn.malloc(ptr, size);
+    int dev = -1;
+    ca_rt_err e = rt->fn.get_device(&dev);
+    if (e != rt->codes.success)
+        return e;
+    if (!usable_device(dev))
+        return rt->fn.malloc(ptr, size);
+    ca_stats_ensure(rt);
+    void *p = NULL;
+    ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
+    if (st == CA_OK) {
+        *ptr = p;
+        return rt->codes.success;
+    }
+    return plain_alloc_failed(rt, st, ptr, size);
+}
+
+ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    if (ptr == NULL)
+        return rt->fn.free(ptr); /* programs create their context this way */
+    int dev = -1;
+    switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
+    case CA_OK:
+        return rt->codes.success;
+    case CA_ERR_NOT_OURS:
+        return rt->fn.free(ptr);
+    default: {
+        ca_rt_err e = rt->fn.free(&not_a_device_pointer);
+        return e != rt->codes.success ? e : rt->codes.invalid_value;
+    }
+    }
+}
+
+ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    ca_rt_err (*real)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
+    if (real == NULL)
+        return rt->codes.not_initialized;
+    if (ptr == NULL || size == 0 || ca_public_bypass())
+        return real(ptr, size, stream);
+    int dev = -1;
+    ca_rt_err e = rt->fn.get_device(&dev);
+    if (e != rt->codes.success)
+        return e;
+    if (!usable_device(dev))
+        return real(ptr, size, stream);
+    ca_stream_t key = ca_stream_key(rt, stream, ptsz, &dev);
+    ca_stats_ensure(rt);
+    void *p = NULL;
+    ca_status st = ca_malloc(rt->arena, dev, size, key, CA_API_ASYNC, &p);
+    if (st == CA_OK) {
+        *ptr = p;
+        return rt->codes.success;
+    }
+    return async_alloc_failed(rt, st, ptr, size, stream, ptsz);
+}
+
+ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
+    if (real == NULL)
+        return rt->codes.not_initialized;
+    if (ptr == NULL)
+        return real(ptr, stream);
+    int dev = -1;
+    if (rt->fn.get_device(&dev) != rt->codes.success)
+        dev = 0;
+    /* The per-thread stream is told to the arena per device: use the block's own device. */
+    if (stream == rt->per_thread_stream || (stream == NULL && ptsz)) {
+        int bdev;
+        size_t bsize;
+        if (ca_lookup(rt->arena, ptr, &bdev, &bsize))
+            dev = bdev;
+    }
+    ca_stream_t key = usable_device(dev) ? ca_stream_key(rt, stream, ptsz, &dev) : CA_STREAM_LEGACY;
+    switch (ca_free(rt->arena, ptr, key, CA_API_ASYNC, &dev)) {
+    case CA_OK:
+        return rt->codes.success;
+    case CA_ERR_NOT_OURS:
+        return real(ptr, stream);
+    default: {
+        ca_rt_err e = real(&not_a_device_pointer, stream);
+        return e != rt->codes.success ? e : rt->codes.invalid_value;
+    }
+    }
+}
+
+ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,
+                                         unsigned flags, unsigned default_flags)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    if (rt->fn.ext_malloc_with_flags == NULL)
+        return rt->codes.not_initialized;
+    /* Fine-grained, uncached and other special memory is not the cache's business. */
+    if (flags != default_flags || ptr == NULL || size == 0)
+        return rt->fn.ext_malloc_with_flags(ptr, size, flags);
+    return ca_front_malloc(rt, ptr, size);
+}
+
+ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    ca_rt_err e = rt->fn.mem_get_info(free_bytes, total_bytes);
+    int dev = -1;
+    if (e != rt->codes.success || free_bytes == NULL ||
+        rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
+        return e;
+    /* Cached blocks are free memory to the program: it can allocate them. */
+    uint64_t f = (uint64_t)*free_bytes + ca_reusable_bytes(rt->arena, dev);
+    if (total_bytes != NULL && f > *total_bytes)
+        f = *total_bytes;
+    *free_bytes = (size_t)f;
+    return e;
+}
+
+ca_rt_err ca_front_device_reset(ca_runtime *rt)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    int dev = -1;
+    int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
+    ca_rt_err e = rt->fn.device_reset();
+    if (e == rt->codes.success && have_dev) {
+        ca_device_reset(rt->arena, dev);
+        ca_streams_forget(dev);
+    }
+    return e;
+}
+
+ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    int dev = -1;
+    if (rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
+        return rt->fn.device_synchronize();
+    uint64_t token = ca_device_sync_begin(rt->arena, dev);
+    ca_rt_err e = rt->fn.device_synchronize();
+    if (e == rt->codes.success)
+        ca_device_synchronized(rt->arena, dev, token);
+    return e;
+}
+
+ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **stream,
+                                 unsigned flags, int priority)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    ca_rt_err e;
+    switch (ctor) {
+    case CA_CTOR_PLAIN:
+        e = rt->fn.stream_create(stream);
+        flags = 0;
+        break;
+    case CA_CTOR_FLAGS:
+        e = rt->fn.stream_create_with_flags(stream, flags);
+        break;
+    default:
+        e = rt->fn.stream_create_with_priority(stream, flags, priority);
+        break;
+    }
+    int dev = -1;
+    if (e == rt->codes.success && stream != NULL && *stream != NULL &&
+        rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev))
+        ca_stream_register(rt, *stream, dev, (flags & rt->stream_nonblocking) != 0);
+    return e;
+}
+
+ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
+{
+    if (ca_door_open(rt) != 0)
+        return rt->codes.not_initialized;
+    /* The arena records the stream's last event before the stream goes away. */
+    ca_stream_unregister(rt, stream);
+    return rt->fn.stream_destroy(stream);
+}

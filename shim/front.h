@@ -1,0 +1,36 @@
+/* The shared logic of every interposed call, for any runtime descriptor. cuda.c and hip.c
+ * forward to these in one line each. Every function returns the runtime's own error code. */
+#ifndef CACHEALLOC_SHIM_FRONT_H
+#define CACHEALLOC_SHIM_FRONT_H
+
+#include <stddef.h>
+
+#include "runtime.h"
+
+/* cudaMalloc / hipMalloc. */
+ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size);
+/* cudaFree / hipFree. */
+ca_rt_err ca_front_free(ca_runtime *rt, void *ptr);
+/* cudaMallocAsync / hipMallocAsync; ptsz: a _ptsz entry point (stream 0 = per-thread). */
+ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz);
+/* cudaFreeAsync / hipFreeAsync; ptsz as above. */
+ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz);
+/* hipExtMallocWithFlags: default flags are cached, others pass through. */
+ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,
+                                         unsigned flags, unsigned default_flags);
+/* cudaMemGetInfo / hipMemGetInfo: free memory includes the cache's reusable bytes. */
+ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes);
+/* cudaDeviceReset / hipDeviceReset. */
+ca_rt_err ca_front_device_reset(ca_runtime *rt);
+/* cudaDeviceSynchronize / hipDeviceSynchronize. */
+ca_rt_err ca_front_device_synchronize(ca_runtime *rt);
+
+/* Which stream-creation entry point the program called. */
+typedef enum ca_stream_ctor { CA_CTOR_PLAIN, CA_CTOR_FLAGS, CA_CTOR_PRIORITY } ca_stream_ctor;
+/* cudaStreamCreate{,WithFlags,WithPriority} and the HIP forms. */
+ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **stream,
+                                 unsigned flags, int priority);
+/* cudaStreamDestroy / hipStreamDestroy. */
+ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream);
+
+#endif

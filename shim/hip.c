@@ -1,0 +1,80 @@
+/* The HIP door: the exported hip* symbols, one line each into front.c, and the HIP runtime's
+ * descriptor. */
+#include <stddef.h>
+
+#include "front.h"
+#include "hip_abi.h"
+
+#define CA_DECLARE(name, params) CA_EXPORT ca_rt_err name params;
+HIPABI_INTERPOSED(CA_DECLARE)
+
+#define SYM(field, name, req) {offsetof(ca_rt_fns, field), name, req}
+static const ca_rt_sym hip_syms[] = {
+    SYM(malloc, "hipMalloc", 1),
+    SYM(free, "hipFree", 1),
+    SYM(malloc_async, "hipMallocAsync", 0), /* since HIP 5.1 */
+    SYM(free_async, "hipFreeAsync", 0),
+    SYM(ext_malloc_with_flags, "hipExtMallocWithFlags", 0),
+    SYM(get_device, "hipGetDevice", 1),
+    SYM(set_device, "hipSetDevice", 1),
+    SYM(event_create_with_flags, "hipEventCreateWithFlags", 1),
+    SYM(event_record, "hipEventRecord", 1),
+    SYM(event_query, "hipEventQuery", 1),
+    SYM(event_synchronize, "hipEventSynchronize", 1),
+    SYM(event_destroy, "hipEventDestroy", 1),
+    SYM(stream_wait_event, "hipStreamWaitEvent", 1),
+    SYM(device_synchronize, "hipDeviceSynchronize", 1),
+    SYM(mem_get_info, "hipMemGetInfo", 1),
+    SYM(get_last_error, "hipGetLastError", 1),
+    SYM(device_reset, "hipDeviceReset", 1),
+    SYM(stream_create, "hipStreamCreate", 1),
+    SYM(stream_create_with_flags, "hipStreamCreateWithFlags", 1),
+    SYM(stream_create_with_priority, "hipStreamCreateWithPriority", 1),
+    SYM(stream_destroy, "hipStreamDestroy", 1),
+    {0, NULL, 0},
+};
+
+static ca_runtime hip_rt = {
+    .api = "hip",
+    .lib_prefix = "libamdhip64.so",
+    .syms = hip_syms,
+    .codes = {
+        .success = HIPABI_SUCCESS,
+        .invalid_value = HIPABI_ERROR_INVALID_VALUE,
+        .out_of_memory = HIPABI_ERROR_OUT_OF_MEMORY,
+        .not_initialized = HIPABI_ERROR_NOT_INITIALIZED,
+        .not_ready = HIPABI_ERROR_NOT_READY,
+        .invalid_device_pointer = HIPABI_ERROR_INVALID_DEVICE_POINTER,
+    },
+    .legacy_stream = NULL, /* HIP's null stream is its legacy default stream */
+    .per_thread_stream = (void *)HIPABI_STREAM_PER_THREAD_VALUE,
+    .stream_nonblocking = HIPABI_STREAM_NON_BLOCKING,
+    .event_flags = HIPABI_EVENT_DISABLE_TIMING,
+    .slot = 1,
+    .init_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* Interposed hipMalloc: the runtime's own contract, served through front.c. */
+ca_rt_err hipMalloc(void **ptr, size_t size) { return ca_front_malloc(&hip_rt, ptr, size); }
+/* Interposed hipFree: the runtime's own contract, served through front.c. */
+ca_rt_err hipFree(void *ptr) { return ca_front_free(&hip_rt, ptr); }
+/* Interposed hipMallocAsync: the runtime's own contract, served through front.c. */
+ca_rt_err hipMallocAsync(void **dev_ptr, size_t size, hipabi_stream_t stream) { return ca_front_malloc_async(&hip_rt, dev_ptr, size, stream, 0); }
+/* Interposed hipFreeAsync: the runtime's own contract, served through front.c. */
+ca_rt_err hipFreeAsync(void *dev_ptr, hipabi_stream_t stream) { return ca_front_free_async(&hip_rt, dev_ptr, stream, 0); }
+/* Interposed hipExtMallocWithFlags: the runtime's own contract, served through front.c. */
+ca_rt_err hipExtMallocWithFlags(void **ptr, size_t sizeBytes, unsigned int flags) { return ca_front_ext_malloc_with_flags(&hip_rt, ptr, sizeBytes, flags, HIPABI_DEVICE_MALLOC_DEFAULT); }
+/* Interposed hipMemGetInfo: the runtime's own contract, served through front.c. */
+ca_rt_err hipMemGetInfo(size_t *free, size_t *total) { return ca_front_mem_get_info(&hip_rt, free, total); }
+/* Interposed hipDeviceReset: the runtime's own contract, served through front.c. */
+ca_rt_err hipDeviceReset(void) { return ca_front_device_reset(&hip_rt); }
+/* Interposed hipDeviceSynchronize: the runtime's own contract, served through front.c. */
+ca_rt_err hipDeviceSynchronize(void) { return ca_front_device_synchronize(&hip_rt); }
+/* Interposed hipStreamCreate: the runtime's own contract, served through front.c. */
+ca_rt_err hipStreamCreate(hipabi_stream_t *stream) { return ca_front_stream_create(&hip_rt, CA_CTOR_PLAIN, (void **)stream, 0, 0); }
+/* Interposed hipStreamCreateWithFlags: the runtime's own contract, served through front.c. */
+ca_rt_err hipStreamCreateWithFlags(hipabi_stream_t *stream, unsigned int flags) { return ca_front_stream_create(&hip_rt, CA_CTOR_FLAGS, (void **)stream, flags, 0); }
+/* Interposed hipStreamCreateWithPriority: the runtime's own contract, served through front.c. */
+ca_rt_err hipStreamCreateWithPriority(hipabi_stream_t *stream, unsigned int flags, int priority) { return ca_front_stream_create(&hip_rt, CA_CTOR_PRIORITY, (void **)stream, flags, priority); }
+/* Interposed hipStreamDestroy: the runtime's own contract, served through front.c. */
+ca_rt_err hipStreamDestroy(hipabi_stream_t stream) { return ca_front_stream_destroy(&hip_rt, stream); }

@@ -1,0 +1,157 @@
+/* Lazy one-time initialization, statistics start-up and fork handling. No constructor: the
+ * first interposed call does the work, so a process that never calls CUDA or HIP pays nothing. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "leak.h"
+#include "init.h"
+#include "real.h"
+#include "stats_writer.h"
+#include "streams.h"
+#include "trace.h"
+
+static pthread_once_t options_once = PTHREAD_ONCE_INIT;
+static ca_options opts;
+static ca_config config;
+static ca_trace *trace;
+
+static ca_runtime *_Atomic slots[CA_RT_SLOTS];
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int stats_tried;
+static ca_stats_source stats_src;
+
+static void after_fork_child(void)
+{
+    for (int i = 0; i < CA_RT_SLOTS; i++) {
+        ca_runtime *rt = atomic_load(&slots[i]);
+        if (rt != NULL)
+            ca_arena_forget(rt->arena);
+    }
+    ca_streams_after_fork();
+    ca_trace_after_fork_child(trace);
+    /* The parent's segment and monitor thread are not the child's; the child publishes its
+     * own segment at its first allocation. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    stats_lock = fresh;
+    if (atomic_load(&stats_tried)) {
+        ca_stats_forget_after_fork();
+        atomic_store(&stats_tried, 0);
+    }
+}
+
+/* At exit (never a device call): the leak report of every arena, the rest of the timeline. */
+static void at_exit_reports(void)
+{
+    if (opts.leak_check != CA_LEAK_OFF) {
+        for (int i = 0; i < CA_RT_SLOTS; i++) {
+            ca_runtime *rt = atomic_load(&slots[i]);
+            if (rt != NULL)
+                ca_leak_report(rt->arena, rt->api, stderr);
+        }
+    }
+    /* Flushed, not closed: other threads may still allocate while the process exits. */
+    ca_trace_flush(trace);
+}
+
+static void load_options(void)
+{
+    ca_options_defaults(&opts);
+    ca_options_parse(&opts, environ, stderr);
+    ca_options_to_config(&opts, &config);
+    if (opts.trace_path[0] != '\0' && (trace = ca_trace_open(opts.trace_path, stderr)) != NULL) {
+        config.trace = ca_trace_event;
+        config.trace_ctx = trace;
+    }
+    if (opts.leak_check != CA_LEAK_OFF || trace != NULL)
+        atexit(at_exit_reports);
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+const ca_options *ca_shim_options(void)
+{
+    return &opts;
+}
+
+static int door_open_slow(ca_runtime *rt)
+{
+    pthread_once(&options_once, load_options);
+    pthread_mutex_lock(&rt->init_lock);
+    if (!atomic_load(&rt->ready)) {
+        if (ca_real_resolve(rt) == 0) {
+            ca_backend be;
+            ca_backend_make(rt, &be);
+            rt->arena = ca_arena_create(&be, &config);
+            if (rt->arena != NULL) {
+                atomic_store(&slots[rt->slot], rt);
+                atomic_store_explicit(&rt->ready, 1, memory_order_release);
+            }
+        } else if (opts.verbose) {
+            fprintf(stderr, "cachealloc: the %s runtime's functions were not found; calls pass "
+                            "through uncached\n", rt->api);
+        }
+    }
+    int ok = atomic_load(&rt->ready);
+    pthread_mutex_unlock(&rt->init_lock);
+    return ok ? 0 : -1;
+}
+
+int ca_door_open(ca_runtime *rt)
+{
+    if (atomic_load_explicit(&rt->ready, memory_order_acquire))
+        return 0;
+    return door_open_slow(rt);
+}
+
+ca_runtime *ca_runtime_by_slot(int slot)
+{
+    if (slot < 0 || slot >= CA_RT_SLOTS)
+        return NULL;
+    return atomic_load(&slots[slot]);
+}
+
+static int src_device_count(void *ctx)
+{
+    return ca_device_count(((ca_runtime *)ctx)->arena);
+}
+
+static int src_read_device(void *ctx, int dev, ca_dev_stats *out)
+{
+    return ca_get_stats(((ca_runtime *)ctx)->arena, dev, out);
+}
+
+static uint64_t src_reclaim(void *ctx, int dev)
+{
+    return ca_reclaim(((ca_runtime *)ctx)->arena, dev);
+}
+
+static void stats_start_slow(ca_runtime *rt)
+{
+    pthread_mutex_lock(&stats_lock);
+    if (!atomic_load(&stats_tried)) {
+        atomic_store(&stats_tried, 1);
+        if (opts.stats) {
+            char summary[512];
+            ca_options_summary(&opts, summary, sizeof summary);
+            stats_src = (ca_stats_source){
+                .ctx = rt,
+                .device_count = src_device_count,
+                .read_device = src_read_device,
+                .reclaim = src_reclaim,
+            };
+            ca_stats_start(&stats_src, rt->api, summary);
+        }
+    }
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void ca_stats_ensure(ca_runtime *rt)
+{
+    if (atomic_load_explicit(&stats_tried, memory_order_relaxed))
+        return;
+    stats_start_slow(rt);
+}

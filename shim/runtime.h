@@ -1,0 +1,90 @@
+/* One runtime (CUDA or HIP) as the shim sees it: the real functions it forwards to, the numeric
+ * codes it answers with and its special stream handles. front.c and backend.c hold every piece
+ * of logic and work on a descriptor only; cuda.c and hip.c each define one descriptor.
+ *
+ * Handles (streams, events) are opaque void * here. The real prototypes take typed pointers
+ * (struct CUstream_st *, struct ihipStream_t *); on every ABI the shim supports a pointer is a
+ * pointer, and abi_check_*.c prove at build time that the shapes below match the real headers. */
+#ifndef CACHEALLOC_SHIM_RUNTIME_H
+#define CACHEALLOC_SHIM_RUNTIME_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdatomic.h>
+
+#include "arena.h"
+
+/* cudaError_t and hipError_t are enums without negative values: compatible with unsigned int
+ * under gcc and clang (asserted by the ABI checks). */
+typedef unsigned int ca_rt_err;
+
+/* The library is built with -fvisibility=hidden; this marks the symbols exports.map lets out. */
+#define CA_EXPORT __attribute__((visibility("default")))
+
+/* The real functions. Identical shapes for both runtimes; NULL where a runtime lacks one. */
+typedef struct ca_rt_fns {
+    ca_rt_err (*malloc)(void **ptr, size_t size);
+    ca_rt_err (*free)(void *ptr);
+    ca_rt_err (*malloc_async)(void **ptr, size_t size, void *stream);
+    ca_rt_err (*free_async)(void *ptr, void *stream);
+    ca_rt_err (*get_device)(int *dev);
+    ca_rt_err (*set_device)(int dev);
+    ca_rt_err (*event_create_with_flags)(void **ev, unsigned flags);
+    ca_rt_err (*event_record)(void *ev, void *stream);
+    ca_rt_err (*event_query)(void *ev);
+    ca_rt_err (*event_synchronize)(void *ev);
+    ca_rt_err (*event_destroy)(void *ev);
+    ca_rt_err (*stream_wait_event)(void *stream, void *ev, unsigned flags);
+    ca_rt_err (*device_synchronize)(void);
+    ca_rt_err (*mem_get_info)(size_t *free_bytes, size_t *total_bytes);
+    ca_rt_err (*get_last_error)(void);
+    ca_rt_err (*device_reset)(void);
+    ca_rt_err (*stream_create)(void **stream);
+    ca_rt_err (*stream_create_with_flags)(void **stream, unsigned flags);
+    ca_rt_err (*stream_create_with_priority)(void **stream, unsigned flags, int priority);
+    ca_rt_err (*stream_destroy)(void *stream);
+    /* Optional: CUDA's per-thread-default-stream forms, HIP's flagged allocation. */
+    ca_rt_err (*malloc_async_ptsz)(void **ptr, size_t size, void *stream);
+    ca_rt_err (*free_async_ptsz)(void *ptr, void *stream);
+    ca_rt_err (*ext_malloc_with_flags)(void **ptr, size_t size, unsigned flags);
+} ca_rt_fns;
+
+/* Where a real function lives in ca_rt_fns and what the runtime calls it. */
+typedef struct ca_rt_sym {
+    size_t offset;  /* offsetof(ca_rt_fns, field) */
+    const char *name;
+    int required;
+} ca_rt_sym;
+
+/* The runtime's own numeric codes. */
+typedef struct ca_rt_codes {
+    ca_rt_err success;
+    ca_rt_err invalid_value;
+    ca_rt_err out_of_memory;
+    ca_rt_err not_initialized; /* answered when the real runtime cannot be found */
+    ca_rt_err not_ready;
+    ca_rt_err invalid_device_pointer;
+} ca_rt_codes;
+
+typedef struct ca_runtime {
+    /* Constant description, filled by cuda.c / hip.c. */
+    const char *api;             /* "cuda" or "hip": the stats segment's API name          */
+    const char *lib_prefix;      /* soname prefix of the real library: "libcudart.so"      */
+    const ca_rt_sym *syms;       /* terminated by a NULL name                              */
+    ca_rt_codes codes;
+    void *legacy_stream;         /* handle meaning the legacy default stream to the runtime */
+    void *per_thread_stream;     /* handle meaning the calling thread's default stream      */
+    unsigned stream_nonblocking; /* the flag bit of a non-blocking stream                  */
+    unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
+    int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
+
+    /* State, owned by init.c: filled once, then read without locks. */
+    ca_rt_fns fn;
+    ca_arena *arena;
+    atomic_int ready;            /* 1 once fn and arena are usable                          */
+    pthread_mutex_t init_lock;
+} ca_runtime;
+
+#define CA_RT_SLOTS 2
+
+#endif

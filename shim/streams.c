@@ -1,0 +1,246 @@
+/* Stream keys: the table of streams the shim knows, and the per-thread default stream keys. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "init.h"
+#include "streams.h"
+
+/* Streams created through the shim (or first met in an async call): handle -> device.
+ * Open addressing with linear probing and backward-shift deletion; read-mostly. */
+struct known {
+    void *handle;
+    int dev;
+};
+
+static pthread_rwlock_t known_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct known *known_tab;
+static size_t known_cap; /* power of two, or 0 */
+static size_t known_count;
+
+static size_t slot_of(const void *h, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)h;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+/* Index of h, or (size_t)-1. Caller holds known_lock. */
+static size_t known_find(const void *h)
+{
+    if (known_cap == 0)
+        return (size_t)-1;
+    for (size_t i = slot_of(h, known_cap);; i = (i + 1) & (known_cap - 1)) {
+        if (known_tab[i].handle == h)
+            return i;
+        if (known_tab[i].handle == NULL)
+            return (size_t)-1;
+    }
+}
+
+/* Caller holds known_lock for writing. On allocation failure the stream stays unknown: it is
+ * then told to the arena again at its next use, which is harmless. */
+static void known_put(void *h, int dev)
+{
+    size_t i = known_find(h);
+    if (i != (size_t)-1) {
+        known_tab[i].dev = dev;
+        return;
+    }
+    if ((known_count + 1) * 2 > known_cap) {
+        size_t ncap = known_cap ? known_cap * 2 : 64;
+        struct known *n = calloc(ncap, sizeof *n);
+        if (n == NULL)
+            return;
+        for (size_t j = 0; j < known_cap; j++) {
+            if (known_tab[j].handle == NULL)
+                continue;
+            size_t k = slot_of(known_tab[j].handle, ncap);
+            while (n[k].handle != NULL)
+                k = (k + 1) & (ncap - 1);
+            n[k] = known_tab[j];
+        }
+        free(known_tab);
+        known_tab = n;
+        known_cap = ncap;
+    }
+    i = slot_of(h, known_cap);
+    while (known_tab[i].handle != NULL)
+        i = (i + 1) & (known_cap - 1);
+    known_tab[i].handle = h;
+    known_tab[i].dev = dev;
+    known_count++;
+}
+
+/* Caller holds known_lock for writing. */
+static void known_del_at(size_t i)
+{
+    size_t mask = known_cap - 1;
+    known_tab[i].handle = NULL;
+    known_count--;
+    /* Backward shift: pull later members of the probe run into the hole. */
+    for (size_t j = (i + 1) & mask; known_tab[j].handle != NULL; j = (j + 1) & mask) {
+        size_t home = slot_of(known_tab[j].handle, known_cap);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            known_tab[i] = known_tab[j];
+            known_tab[j].handle = NULL;
+            i = j;
+        }
+    }
+}
+
+/* Per-thread default stream keys. The epoch invalidates every thread's "seen" masks at once
+ * (device reset, fork) without touching other threads' storage. */
+static atomic_uint_fast64_t next_thread_id = 1;
+static atomic_uint stream_epoch;
+
+struct per_thread {
+    uint64_t id;                  /* 0: no key yet */
+    unsigned epoch;
+    uint64_t seen[CA_RT_SLOTS];   /* devices where the arena was told about this key */
+};
+static _Thread_local struct per_thread tl;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static ca_stream_t thread_key(void)
+{
+    return (ca_stream_t)(uintptr_t)((tl.id << 1) | 1u);
+}
+
+/* At thread exit its per-thread stream is gone for good: hand its pool to the device, as for
+ * a destroyed stream, so that a later thread never reuses its blocks without an event. */
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    if (tl.epoch != atomic_load(&stream_epoch))
+        return;
+    for (int slot = 0; slot < CA_RT_SLOTS; slot++) {
+        ca_runtime *rt = ca_runtime_by_slot(slot);
+        if (rt == NULL || !atomic_load_explicit(&rt->ready, memory_order_acquire))
+            continue;
+        for (int dev = 0; dev < CA_MAX_DEVICES; dev++)
+            if (tl.seen[slot] & (UINT64_C(1) << dev))
+                ca_stream_destroyed(rt->arena, dev, thread_key());
+        tl.seen[slot] = 0;
+    }
+}
+
+static void make_exit_key(void)
+{
+    if (pthread_key_create(&exit_key, thread_exit) != 0)
+        exit_key = (pthread_key_t)-1;
+}
+
+static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
+{
+    unsigned epoch = atomic_load(&stream_epoch);
+    if (tl.id == 0) {
+        tl.id = atomic_fetch_add(&next_thread_id, 1);
+        pthread_once(&exit_key_once, make_exit_key);
+        if (exit_key != (pthread_key_t)-1)
+            pthread_setspecific(exit_key, &tl);
+    }
+    if (tl.epoch != epoch) {
+        for (int s = 0; s < CA_RT_SLOTS; s++)
+            tl.seen[s] = 0;
+        tl.epoch = epoch;
+    }
+    uint64_t bit = UINT64_C(1) << dev;
+    if (!(tl.seen[rt->slot] & bit)) {
+        tl.seen[rt->slot] |= bit;
+        ca_stream_seen(rt->arena, dev, thread_key());
+    }
+    return thread_key();
+}
+
+ca_stream_t ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev)
+{
+    if (stream == NULL)
+        return ptsz ? per_thread_key(rt, *dev) : CA_STREAM_LEGACY;
+    if (stream == rt->legacy_stream)
+        return CA_STREAM_LEGACY;
+    if (stream == rt->per_thread_stream)
+        return per_thread_key(rt, *dev);
+
+    pthread_rwlock_rdlock(&known_lock);
+    size_t i = known_find(stream);
+    int known_dev = i != (size_t)-1 ? known_tab[i].dev : -1;
+    pthread_rwlock_unlock(&known_lock);
+    if (known_dev >= 0) {
+        *dev = known_dev;
+        return stream;
+    }
+    /* A stream created behind the shim's back (driver API, another copy of the runtime): the
+     * caller's current device is the best guess of its device. */
+    pthread_rwlock_wrlock(&known_lock);
+    known_put(stream, *dev);
+    pthread_rwlock_unlock(&known_lock);
+    ca_stream_seen(rt->arena, *dev, stream);
+    return stream;
+}
+
+void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key)
+{
+    if (key == CA_STREAM_LEGACY)
+        return rt->legacy_stream;
+    if ((uintptr_t)key & 1u)
+        return rt->per_thread_stream;
+    return key;
+}
+
+void ca_stream_register(ca_runtime *rt, void *stream, int dev, int nonblocking)
+{
+    pthread_rwlock_wrlock(&known_lock);
+    known_put(stream, dev);
+    pthread_rwlock_unlock(&known_lock);
+    ca_stream_created(rt->arena, dev, stream, nonblocking);
+}
+
+void ca_stream_unregister(ca_runtime *rt, void *stream)
+{
+    if (stream == NULL || stream == rt->legacy_stream || stream == rt->per_thread_stream)
+        return;
+    int dev = -1;
+    pthread_rwlock_wrlock(&known_lock);
+    size_t i = known_find(stream);
+    if (i != (size_t)-1) {
+        dev = known_tab[i].dev;
+        known_del_at(i);
+    }
+    pthread_rwlock_unlock(&known_lock);
+    if (dev >= 0)
+        ca_stream_destroyed(rt->arena, dev, stream);
+}
+
+void ca_streams_after_fork(void)
+{
+    /* Another thread may have held the lock at fork; it does not exist in the child. */
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    known_lock = fresh;
+    ca_streams_forget(-1);
+}
+
+void ca_streams_forget(int dev)
+{
+    pthread_rwlock_wrlock(&known_lock);
+    if (dev < 0) {
+        for (size_t i = 0; i < known_cap; i++)
+            known_tab[i].handle = NULL;
+        known_count = 0;
+    } else {
+        /* Deleting shifts entries backwards, so rescan a slot after a deletion. */
+        for (size_t i = 0; i < known_cap;) {
+            if (known_tab[i].handle != NULL && known_tab[i].dev == dev)
+                known_del_at(i);
+            else
+                i++;
+        }
+    }
+    pthread_rwlock_unlock(&known_lock);
+    atomic_fetch_add(&stream_epoch, 1);
+}

@@ -1,0 +1,12 @@
+#!/bin/sh
+# expect_stderr.sh PATTERN COUNT PROGRAM [ARGS...]: the program's stderr must contain exactly
+# COUNT lines matching PATTERN (its exit status does not matter).
+pattern=$1; count=$2; shift 2
+err=$("$@" 2>&1 >/dev/null)
+n=$(printf '%s\n' "$err" | grep -c -- "$pattern")
+if [ "$n" != "$count" ]; then
+    printf '%s\n' "expected $count line(s) matching '$pattern', got $n:" "$err"
+    exit 1
+fi
+printf '%s\n' "$err"
+exit 0

@@ -1,0 +1,147 @@
+/* One source, two runtimes: test programs are written once against these names and compiled
+ * against the real CUDA headers, or with -DGPU_HIP against the real HIP headers. */
+#ifndef CA_TEST_GPU_H
+#define CA_TEST_GPU_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev.h"
+
+#ifdef GPU_HIP
+#include <hip/hip_runtime_api.h>
+typedef hipError_t gpuError_t;
+typedef hipStream_t gpuStream_t;
+typedef hipEvent_t gpuEvent_t;
+#define GPU_API "hip"
+#define GPU_RT_LIB "libamdhip64.so.5"
+#define gpuSuccess hipSuccess
+#define gpuErrorOOM hipErrorOutOfMemory
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamPerThread hipStreamPerThread
+#define gpuMemcpyDefault hipMemcpyDefault
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMallocAsync hipMallocAsync
+#define gpuFreeAsync hipFreeAsync
+#define gpuMemGetInfo hipMemGetInfo
+#define gpuDeviceReset hipDeviceReset
+#define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuStreamCreate hipStreamCreate
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamWaitEvent hipStreamWaitEvent
+#define gpuEventCreate hipEventCreate
+#define gpuEventRecord hipEventRecord
+#define gpuEventDestroy hipEventDestroy
+#define gpuLaunchHostFunc hipLaunchHostFunc
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemset hipMemset
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpy hipMemcpy
+#define gpuGetLastError hipGetLastError
+#define gpuGetDevice hipGetDevice
+#define gpuSetDevice hipSetDevice
+#else
+#include <cuda_runtime_api.h>
+typedef cudaError_t gpuError_t;
+typedef cudaStream_t gpuStream_t;
+typedef cudaEvent_t gpuEvent_t;
+#define GPU_API "cuda"
+#define GPU_RT_LIB "libcudart.so.13"
+#define gpuSuccess cudaSuccess
+#define gpuErrorOOM cudaErrorMemoryAllocation
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamPerThread cudaStreamPerThread
+#define gpuMemcpyDefault cudaMemcpyDefault
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMallocAsync cudaMallocAsync
+#define gpuFreeAsync cudaFreeAsync
+#define gpuMemGetInfo cudaMemGetInfo
+#define gpuDeviceReset cudaDeviceReset
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuStreamCreate cudaStreamCreate
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamWaitEvent cudaStreamWaitEvent
+#define gpuEventCreate cudaEventCreate
+#define gpuEventRecord cudaEventRecord
+#define gpuEventDestroy cudaEventDestroy
+#define gpuLaunchHostFunc cudaLaunchHostFunc
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemset cudaMemset
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpy cudaMemcpy
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDevice cudaGetDevice
+#define gpuSetDevice cudaSetDevice
+#endif
+
+/* Abort the test with the failing call's text and code. */
+#define CHECK(call)                                                                           \
+    do {                                                                                      \
+        gpuError_t e_ = (call);                                                               \
+        if (e_ != gpuSuccess) {                                                               \
+            fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #call, (int)e_);   \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+#define EXPECT(cond)                                                                          \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);               \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* The simulator's counters of device dev (-1: totals), found in the runtime wherever it was
+ * loaded (RTLD_LOCAL included). Exits with 77 when not running on the simulator. */
+static inline struct simdev_counters sim_counters(int dev)
+{
+    struct simdev_counters c = {0};
+    void *h = dlopen(GPU_RT_LIB, RTLD_NOW | RTLD_NOLOAD);
+    void *sym = h ? dlsym(h, "simdev_get_counters") : NULL;
+    if (sym == NULL) {
+        fprintf(stderr, "not running on the simulated device\n");
+        exit(77);
+    }
+    simdev_get_counters_fn f;
+    memcpy(&f, &sym, sizeof f);
+    f(dev, &c);
+    return c;
+}
+
+#include <time.h>
+
+static inline void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+#ifdef GPU_HIP
+static inline void host_sleep_cb(hipStream_t s, hipError_t status, void *arg)
+{
+    (void)s;
+    (void)status;
+    sleep_ms((long)(intptr_t)arg);
+}
+/* Queue a host function that sleeps ms milliseconds on stream s. */
+#define gpu_host_sleep(s, ms) hipStreamAddCallback((s), host_sleep_cb, (void *)(intptr_t)(ms), 0)
+#else
+static inline void host_sleep_fn(void *arg)
+{
+    sleep_ms((long)(intptr_t)arg);
+}
+/* Queue a host function that sleeps ms milliseconds on stream s. */
+#define gpu_host_sleep(s, ms) cudaLaunchHostFunc((s), host_sleep_fn, (void *)(intptr_t)(ms))
+#endif
+
+#endif

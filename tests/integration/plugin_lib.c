@@ -1,0 +1,20 @@
+/* A plugin linked against the CUDA/HIP runtime, loaded by plugin_main.c with RTLD_LOCAL (as
+ * Python loads extension modules): its runtime calls still reach the shim's cache. */
+#include "gpu.h"
+
+int ca_plugin_run(void);
+
+/* Allocate and free the same block ten times; 0 on success. */
+int ca_plugin_run(void)
+{
+    for (int i = 0; i < 10; i++) {
+        void *p;
+        if (gpuMalloc(&p, 1 << 20) != gpuSuccess)
+            return 1;
+        if (gpuMemset(p, i, 1 << 20) != gpuSuccess)
+            return 1;
+        if (gpuFree(p) != gpuSuccess)
+            return 1;
+    }
+    return 0;
+}
