@@ -1,0 +1,19 @@
+/* Three 64 MiB allocations and one free, then waits (until its standard input closes) so that
+ * cachealloc-top can look at it from outside. */
+#include <unistd.h>
+
+#include "gpu.h"
+
+int main(void)
+{
+    void *p[3];
+    for (int i = 0; i < 3; i++)
+        CHECK(gpuMalloc(&p[i], (size_t)64 << 20));
+    CHECK(gpuFree(p[1]));
+    printf("ready\n");
+    fflush(stdout);
+    char c;
+    while (read(0, &c, 1) > 0)
+        ;
+    return 0;
+}
