@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # Debian packages: build tools, the C test framework, the real HIP headers and library,
-# ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts.
-packages=(meson ninja-build pkg-config gcc clang python3 libcmocka-dev libamdhip64-dev
+# ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts,
+# g++ for the CUB peer benchmark.
+packages=(meson ninja-build pkg-config gcc g++ clang python3 libcmocka-dev libamdhip64-dev
           libncurses-dev tmux valgrind)
 
 missing=()

@@ -35,12 +35,14 @@ void sd_set_flavor(const char *name);
 /* The runtime name set by sd_set_flavor. */
 const char *sd_flavor(void);
 
-/* Number of simulated devices (SIMDEV_DEVICES). */
-int sd_device_count(void);
+/* Stores the number of simulated devices (SIMDEV_DEVICES); SD_ENODEV when it is 0. */
+int sd_device_count(int *n);
 /* Makes `dev` the calling thread's current device. */
 int sd_set_device(int dev);
-/* The calling thread's current device. */
-int sd_get_device(void);
+/* Stores the calling thread's current device. */
+int sd_get_device(int *dev);
+/* Checks a device query's arguments: SD_EINVAL for a null `out`, SD_EDEVICE for a bad `dev`. */
+int sd_check_device_arg(const void *out, int dev);
 /* SD_EILLEGAL if the current device carries the sticky fault, else SD_OK. */
 int sd_check_current(void);
 /* Capacity of a device in bytes (SIMDEV_MEMORY). */
@@ -48,6 +50,9 @@ size_t sd_capacity(void);
 
 /* Records `code` (already mapped by the front) as the calling thread's last error. */
 void sd_record_error(int code);
+/* What every front call returns: maps SD_EBADFREE to the front's `badfree` code and records a
+ * failure (SD_ENOTREADY is a state, not one) as the last error. */
+int sd_ret(int rc, int badfree);
 /* Returns the last error (or the sticky fault); clears a non-sticky one when `clear`. */
 int sd_last_error(int clear);
 
@@ -58,6 +63,8 @@ int sd_free_async(void *p, void *stream, int ptsz);
 int sd_mem_info(size_t *free_bytes, size_t *total);
 /* Pinned or managed host memory (managed counts against device capacity). */
 int sd_host_alloc(void **p, size_t n, int managed);
+/* Managed memory: sd_host_alloc(p, n, 1) after checking flags is attach-global or attach-host. */
+int sd_managed_alloc(void **p, size_t n, unsigned flags);
 int sd_host_free(void *p);
 /* Classifies a pointer as SD_PTR_*; fills the device and the two addresses. */
 int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **hptr);
@@ -84,6 +91,26 @@ int sd_event_elapsed(float *ms, void *start, void *end);
 
 int sd_device_sync(void);
 int sd_device_reset(void);
+
+/* One row of a front's error table. */
+struct sd_errname {
+    int code;
+    const char *name, *text;
+};
+/* The row of `code` in a table of n rows, or NULL. */
+const struct sd_errname *sd_err_find(const struct sd_errname *t, size_t n, int code);
+
+/* One row of a front's device-attribute table (the front's enumerator values). */
+struct sd_attr {
+    int attr, value;
+};
+/* Stores attribute `attr` of device `dev` from a table of n rows: SD_EINVAL for a null v or an
+ * attribute not in the table, SD_EDEVICE for a bad device. */
+int sd_device_attr(const struct sd_attr *t, size_t n, int *v, int attr, int dev);
+/* Stores a front's constant version number; SD_EINVAL for a null out. */
+int sd_put_version(int *out, int version);
+/* Stream priorities exist but are not modelled: stores 0 in each non-null bound. */
+int sd_priority_range(int *least, int *greatest);
 
 /* Writes a kernel-launch refusal: SD_ENOTSUP (kernels cannot run here), after the sticky check. */
 int sd_launch_refused(const char *what);

@@ -18,12 +18,20 @@ static void bad(const char *name, const char *val, const char *accepted, const c
             accepted, def);
 }
 
-static size_t env_size(const char *name, size_t def, const char *defs)
+/* A variable's value, or NULL when unset or empty (both mean the default); clears errno for the
+ * strto* call that parses it. */
+static const char *env_value(const char *name)
 {
     const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
     errno = 0;
+    return v && *v ? v : NULL;
+}
+
+static size_t env_size(const char *name, size_t def, const char *defs)
+{
+    const char *v = env_value(name);
+    if (!v)
+        return def;
     char *end;
     unsigned long long x = strtoull(v, &end, 10);
     unsigned shift = 0;
@@ -47,10 +55,9 @@ static size_t env_size(const char *name, size_t def, const char *defs)
 
 static double env_us(const char *name, double def, const char *defs)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
+    const char *v = env_value(name);
+    if (!v)
         return def;
-    errno = 0;
     char *end;
     double x = strtod(v, &end);
     if (end == v || *end || errno || !isfinite(x) || x < 0 || x > 1e9) {
@@ -63,10 +70,9 @@ static double env_us(const char *name, double def, const char *defs)
 static long env_int(const char *name, long def, long lo, long hi, const char *accepted,
                     const char *defs)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
+    const char *v = env_value(name);
+    if (!v)
         return def;
-    errno = 0;
     char *end;
     long x = strtol(v, &end, 10);
     if (end == v || *end || errno || x < lo || x > hi) {

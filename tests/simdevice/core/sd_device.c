@@ -47,10 +47,13 @@ struct sd_device *sd_cur(void)
     return &sd_dev[cur_dev];
 }
 
-int sd_device_count(void)
+int sd_device_count(int *n)
 {
+    if (!n)
+        return SD_EINVAL;
     sd_init();
-    return sd_cfg.devices;
+    *n = sd_cfg.devices;
+    return *n ? SD_OK : SD_ENODEV;
 }
 
 int sd_set_device(int dev)
@@ -62,10 +65,21 @@ int sd_set_device(int dev)
     return SD_OK;
 }
 
-int sd_get_device(void)
+int sd_get_device(int *dev)
 {
+    if (!dev)
+        return SD_EINVAL;
     sd_init();
-    return cur_dev;
+    *dev = cur_dev;
+    return SD_OK;
+}
+
+int sd_check_device_arg(const void *out, int dev)
+{
+    if (!out)
+        return SD_EINVAL;
+    sd_init();
+    return dev < 0 || dev >= sd_cfg.devices ? SD_EDEVICE : SD_OK;
 }
 
 size_t sd_capacity(void)
@@ -88,6 +102,15 @@ int sd_check_current(void)
 void sd_record_error(int code)
 {
     last_err = code;
+}
+
+int sd_ret(int rc, int badfree)
+{
+    if (rc == SD_EBADFREE)
+        rc = badfree;
+    if (rc != SD_OK && rc != SD_ENOTREADY)
+        sd_record_error(rc);
+    return rc;
 }
 
 int sd_last_error(int clear)

@@ -62,6 +62,11 @@ int sd_event_create(void **out, unsigned flags)
     return SD_OK;
 }
 
+bool sd_event_pending(const struct sd_event *e)
+{
+    return e->recorded && e->s->done < e->seq;
+}
+
 /* Looks up a live event and the sticky state of its device. Under sd_lock. */
 static int lookup(void *handle, struct sd_event **out)
 {
@@ -77,14 +82,10 @@ int sd_event_record(void *event, void *stream, int ptsz)
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
     struct sd_stream *s;
+    struct sd_op *op;
     int rc = lookup(event, &e);
     if (!rc)
-        rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
-    struct sd_op *op = rc ? NULL : sd_op_new(OP_EVENT);
-    if (!rc && !op)
-        rc = SD_ENOMEM;
+        rc = sd_op_prepare(stream, ptsz, OP_EVENT, &s, &op);
     if (rc) {
         pthread_mutex_unlock(&sd_lock);
         return rc;
@@ -111,7 +112,7 @@ int sd_event_query(void *event)
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
     int rc = lookup(event, &e);
-    if (!rc && e->recorded && e->s->done < e->seq)
+    if (!rc && sd_event_pending(e))
         rc = SD_ENOTREADY;
     pthread_mutex_unlock(&sd_lock);
     return rc;
@@ -163,7 +164,7 @@ int sd_event_elapsed(float *ms, void *start, void *end)
         rc = SD_EHANDLE;
     if (!rc && (!a->recorded || !b->recorded))
         rc = SD_EHANDLE;
-    if (!rc && (a->s->done < a->seq || b->s->done < b->seq))
+    if (!rc && (sd_event_pending(a) || sd_event_pending(b)))
         rc = SD_ENOTREADY;
     if (!rc)
         *ms = (float)((b->time - a->time) * 1e3);

@@ -5,65 +5,77 @@
 
 #include "sd_internal.h"
 
+/* One side of a memory access: a device id (or -1 for host memory), a name for the fault
+ * line, and the address. */
+struct side {
+    int dev;
+    const char *what;
+    const void *p;
+};
+
 /* Validates one side of an access (host pointers pass) and takes its device's read lock. */
-static bool claim(struct sd_stream *s, int dev, const char *what, const void *p, size_t n,
-                  struct sd_device **locked)
+static bool claim(struct sd_stream *s, const struct side *v, size_t n, struct sd_device **locked)
 {
     *locked = NULL;
-    if (dev < 0)
+    if (v->dev < 0)
         return true;
-    struct sd_device *owner = &sd_dev[dev];
-    if (!sd_dev_check_access(s->dev, owner, what, (uintptr_t)p, n))
+    struct sd_device *owner = &sd_dev[v->dev];
+    if (!sd_dev_check_access(s->dev, owner, v->what, (uintptr_t)v->p, n))
         return false;
     pthread_rwlock_rdlock(&owner->access);
     *locked = owner;
     return true;
 }
 
+static void release(struct sd_device **locked, int k)
+{
+    while (k-- > 0)
+        if (locked[k])
+            pthread_rwlock_unlock(&locked[k]->access);
+}
+
+/* Claims every side in order unless the stream's device is already faulted; on failure
+ * releases what it took. Takes and drops sd_lock. */
+static bool claim_all(struct sd_stream *s, const struct side *v, int k, size_t n,
+                      struct sd_device **locked)
+{
+    pthread_mutex_lock(&sd_lock);
+    bool ok = !s->dev->sticky;
+    int got = 0;
+    while (ok && got < k) {
+        ok = claim(s, &v[got], n, &locked[got]);
+        if (ok)
+            got++;
+    }
+    if (!ok)
+        release(locked, got);
+    pthread_mutex_unlock(&sd_lock);
+    return ok;
+}
+
 static void exec_copy(struct sd_stream *s, struct sd_op *op)
 {
     size_t n = op->u.copy.n;
-    if (!n)
+    const struct side v[2] = {
+        {op->u.copy.dst_dev, "write (memcpy destination)", op->u.copy.dst},
+        {op->u.copy.src_dev, "read (memcpy source)", op->u.copy.src},
+    };
+    struct sd_device *locked[2];
+    if (!n || !claim_all(s, v, 2, n, locked))
         return;
-    struct sd_device *l1, *l2;
-    pthread_mutex_lock(&sd_lock);
-    if (s->dev->sticky) {
-        pthread_mutex_unlock(&sd_lock);
-        return;
-    }
-    if (!claim(s, op->u.copy.dst_dev, "write (memcpy destination)", op->u.copy.dst, n, &l1)) {
-        pthread_mutex_unlock(&sd_lock);
-        return;
-    }
-    if (!claim(s, op->u.copy.src_dev, "read (memcpy source)", op->u.copy.src, n, &l2)) {
-        if (l1)
-            pthread_rwlock_unlock(&l1->access);
-        pthread_mutex_unlock(&sd_lock);
-        return;
-    }
-    pthread_mutex_unlock(&sd_lock);
     memmove(op->u.copy.dst, op->u.copy.src, n);
-    if (l2)
-        pthread_rwlock_unlock(&l2->access);
-    if (l1)
-        pthread_rwlock_unlock(&l1->access);
+    release(locked, 2);
 }
 
 static void exec_set(struct sd_stream *s, struct sd_op *op)
 {
     size_t n = op->u.set.n;
-    if (!n)
+    const struct side v = {op->u.set.dev, "memset", op->u.set.dst};
+    struct sd_device *locked;
+    if (!n || !claim_all(s, &v, 1, n, &locked))
         return;
-    struct sd_device *l;
-    pthread_mutex_lock(&sd_lock);
-    if (s->dev->sticky || !claim(s, op->u.set.dev, "memset", op->u.set.dst, n, &l)) {
-        pthread_mutex_unlock(&sd_lock);
-        return;
-    }
-    pthread_mutex_unlock(&sd_lock);
     memset(op->u.set.dst, op->u.set.value, n);
-    if (l)
-        pthread_rwlock_unlock(&l->access);
+    release(&locked, 1);
 }
 
 void sd_op_execute(struct sd_stream *s, struct sd_op *op)

@@ -154,9 +154,20 @@ extern struct sd_set sd_streams_set, sd_events_set;
 /* Resolves a program's stream handle to a stream (creating default streams lazily).
  * Under sd_lock. */
 int sd_resolve_stream(void *handle, int ptsz, struct sd_stream **out);
-/* Allocates an op with room for the legacy-semantics dependencies of s, fills them,
- * and queues it. Returns the op's sequence number. Under sd_lock. */
+/* sd_resolve_stream, then fails with the sticky fault of the stream's device. Under sd_lock. */
+int sd_resolve_live(void *handle, int ptsz, struct sd_stream **out);
+/* sd_resolve_live, then a new op of `kind` for the caller to fill and queue (*op is NULL on
+ * failure). Under sd_lock. */
+int sd_op_prepare(void *handle, int ptsz, enum sd_op_kind kind, struct sd_stream **s,
+                  struct sd_op **op);
+/* Queues an op of proto's kind and payload on the live stream `handle` names; fills the
+ * optional *s and *seq. Under sd_lock (which sd_enqueue may drop while it waits). */
+int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_stream **s,
+              uint64_t *seq);
+/* A zeroed op of `kind`, or NULL when out of memory. */
 struct sd_op *sd_op_new(enum sd_op_kind kind);
+/* Grows op with room for the legacy-semantics dependencies of s (and `extra`), fills them,
+ * and queues it. Returns the op's sequence number. Under sd_lock. */
 uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra);
 /* Waits (releasing sd_lock) until s has completed seq. Under sd_lock. */
 void sd_wait_seq(struct sd_stream *s, uint64_t seq);
@@ -169,6 +180,8 @@ int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags,
 void sd_stream_close(struct sd_stream *s);
 void sd_stream_unref(struct sd_stream *s);
 void sd_event_unref(struct sd_event *e);
+/* True while the event's latest record is still queued. Under sd_lock. */
+bool sd_event_pending(const struct sd_event *e);
 /* Destroys every event of d (reset). Under sd_lock. */
 void sd_events_drop_device(struct sd_device *d);
 /* Runs an op's effect (memory ops, host functions). Called WITHOUT sd_lock. */

@@ -13,17 +13,35 @@ static void count_bad_free(struct sd_device *d)
     d->c.invalid_frees++;
 }
 
-int sd_malloc(void **p, size_t n)
+/* The checks sd_malloc and sd_host_alloc start with: a faulted device and a null out-pointer
+ * fail, a zero-byte request succeeds with NULL. True when the call is over, with *rc its result. */
+static bool alloc_done(void **p, size_t n, int *rc)
 {
-    int rc = sd_check_current();
-    if (rc)
-        return rc;
-    if (!p)
-        return SD_EINVAL;
+    *rc = sd_check_current();
+    if (!*rc && !p)
+        *rc = SD_EINVAL;
+    if (*rc)
+        return true;
     if (n == 0) {
         *p = NULL;
-        return SD_OK;
+        return true;
     }
+    return false;
+}
+
+/* The checks sd_free and sd_host_free start with: a faulted device fails, NULL is a no-op.
+ * True when the call is over, with *rc its result. */
+static bool free_done(const void *p, int *rc)
+{
+    *rc = sd_check_current();
+    return *rc || !p;
+}
+
+int sd_malloc(void **p, size_t n)
+{
+    int rc;
+    if (alloc_done(p, n, &rc))
+        return rc;
     sd_spin_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
@@ -39,11 +57,9 @@ int sd_malloc(void **p, size_t n)
 
 int sd_free(void *p)
 {
-    int rc = sd_check_current();
-    if (rc)
+    int rc;
+    if (free_done(p, &rc))
         return rc;
-    if (!p)
-        return SD_OK;
     pthread_mutex_lock(&sd_lock);
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
@@ -141,15 +157,9 @@ int sd_mem_info(size_t *free_bytes, size_t *total)
 
 int sd_host_alloc(void **p, size_t n, int managed)
 {
-    int rc = sd_check_current();
-    if (rc)
+    int rc;
+    if (alloc_done(p, n, &rc))
         return rc;
-    if (!p)
-        return SD_EINVAL;
-    if (n == 0) {
-        *p = NULL;
-        return SD_OK;
-    }
     void *m = NULL;
     if (posix_memalign(&m, 4096, n) != 0)
         return SD_ENOMEM;
@@ -180,13 +190,18 @@ int sd_host_alloc(void **p, size_t n, int managed)
     return rc;
 }
 
+int sd_managed_alloc(void **p, size_t n, unsigned flags)
+{
+    if (flags != 1 && flags != 2) /* cudaMemAttachGlobal, cudaMemAttachHost (HIP's alike) */
+        return SD_EINVAL;
+    return sd_host_alloc(p, n, 1);
+}
+
 int sd_host_free(void *p)
 {
-    int rc = sd_check_current();
-    if (rc)
+    int rc;
+    if (free_done(p, &rc))
         return rc;
-    if (!p)
-        return SD_OK;
     pthread_mutex_lock(&sd_lock);
     struct sd_alloc *a = sd_table_find_start(&host_allocs, (uintptr_t)p);
     if (!a) {
@@ -265,24 +280,14 @@ int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int 
     pthread_mutex_lock(&sd_lock);
     int dd = where(dst), sdv = where(src);
     static const int want_dst[4] = {-1, 1, -1, 1}, want_src[4] = {-1, -1, 1, 1};
-    struct sd_stream *s = NULL;
-    if (kind != 4 && n && ((want_dst[kind] < 0) != (dd < 0) || (want_src[kind] < 0) != (sdv < 0)))
+    if (kind != 4 && n && ((want_dst[kind] < 0) != (dd < 0) || (want_src[kind] < 0) != (sdv < 0))) {
         rc = SD_EINVAL;
-    if (!rc)
-        rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
-    struct sd_op *op = rc ? NULL : sd_op_new(OP_COPY);
-    if (!rc && !op)
-        rc = SD_ENOMEM;
-    if (!rc) {
-        op->u.copy.dst = dst;
-        op->u.copy.src = src;
-        op->u.copy.n = n;
-        op->u.copy.dst_dev = dd;
-        op->u.copy.src_dev = sdv;
-        uint64_t seq = sd_enqueue(s, op, NULL);
-        if (wait) {
+    } else {
+        struct sd_op proto = {.kind = OP_COPY, .u.copy = {dst, src, n, dd, sdv}};
+        struct sd_stream *s;
+        uint64_t seq;
+        rc = sd_submit(stream, ptsz, &proto, &s, &seq);
+        if (!rc && wait) {
             sd_wait_seq(s, seq);
             rc = s->dev->sticky;
         }
@@ -298,22 +303,11 @@ int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz)
         return rc;
     pthread_mutex_lock(&sd_lock);
     int dd = where(dst);
-    struct sd_stream *s = NULL;
-    if (n && dd < 0 && !managed_of(dst))
+    if (n && dd < 0 && !managed_of(dst)) {
         rc = SD_EINVAL;
-    if (!rc)
-        rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
-    struct sd_op *op = rc ? NULL : sd_op_new(OP_SET);
-    if (!rc && !op)
-        rc = SD_ENOMEM;
-    if (!rc) {
-        op->u.set.dst = dst;
-        op->u.set.value = value;
-        op->u.set.n = n;
-        op->u.set.dev = dd;
-        sd_enqueue(s, op, NULL);
+    } else {
+        struct sd_op proto = {.kind = OP_SET, .u.set = {dst, value, n, dd}};
+        rc = sd_submit(stream, ptsz, &proto, NULL, NULL);
     }
     pthread_mutex_unlock(&sd_lock);
     return rc;

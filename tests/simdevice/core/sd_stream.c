@@ -186,6 +186,39 @@ struct sd_op *sd_op_new(enum sd_op_kind kind)
     return op;
 }
 
+int sd_resolve_live(void *handle, int ptsz, struct sd_stream **out)
+{
+    int rc = sd_resolve_stream(handle, ptsz, out);
+    return rc ? rc : (*out)->dev->sticky;
+}
+
+int sd_op_prepare(void *handle, int ptsz, enum sd_op_kind kind, struct sd_stream **s,
+                  struct sd_op **op)
+{
+    *op = NULL;
+    int rc = sd_resolve_live(handle, ptsz, s);
+    if (!rc && !(*op = sd_op_new(kind)))
+        rc = SD_ENOMEM;
+    return rc;
+}
+
+int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_stream **sout,
+              uint64_t *seq)
+{
+    struct sd_stream *s;
+    struct sd_op *op;
+    int rc = sd_op_prepare(handle, ptsz, proto->kind, &s, &op);
+    if (rc)
+        return rc;
+    op->u = proto->u;
+    uint64_t q = sd_enqueue(s, op, NULL);
+    if (sout)
+        *sout = s;
+    if (seq)
+        *seq = q;
+    return SD_OK;
+}
+
 static bool pending(const struct sd_stream *s)
 {
     return s->done < s->enq;

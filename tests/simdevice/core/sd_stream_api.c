@@ -46,9 +46,7 @@ int sd_stream_sync(void *stream, int ptsz)
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
+    int rc = sd_resolve_live(stream, ptsz, &s);
     if (!rc) {
         if (s->kind == SK_LEGACY) {
             /* Waiting on the legacy stream waits for the blocking streams as a legacy op would. */
@@ -71,9 +69,7 @@ int sd_stream_query(void *stream, int ptsz)
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
+    int rc = sd_resolve_live(stream, ptsz, &s);
     if (!rc && s->done < s->enq)
         rc = SD_ENOTREADY;
     pthread_mutex_unlock(&sd_lock);
@@ -109,7 +105,7 @@ int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz)
     if (!rc) {
         struct sd_event *e = event;
         s->dev->c.stream_waits++;
-        if (e->recorded && e->s->done < e->seq) {
+        if (sd_event_pending(e)) {
             /* The stream waits on the device side: a marker op that depends on the event. */
             struct sd_op *op = sd_op_new(OP_NOP);
             struct sd_dep dep = {e->s, e->seq};
@@ -128,19 +124,9 @@ int sd_host_func(void *stream, int ptsz, sd_hostfn fn, void *arg)
     sd_init();
     if (!fn)
         return SD_EINVAL;
+    struct sd_op proto = {.kind = OP_HOSTFN, .u.hostfn = {fn, arg}};
     pthread_mutex_lock(&sd_lock);
-    struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
-    struct sd_op *op = rc ? NULL : sd_op_new(OP_HOSTFN);
-    if (!rc && !op)
-        rc = SD_ENOMEM;
-    if (!rc) {
-        op->u.hostfn.fn = fn;
-        op->u.hostfn.arg = arg;
-        sd_enqueue(s, op, NULL);
-    }
+    int rc = sd_submit(stream, ptsz, &proto, NULL, NULL);
     pthread_mutex_unlock(&sd_lock);
     return rc;
 }
@@ -150,20 +136,9 @@ int sd_stream_callback(void *stream, int ptsz, sd_callback cb, void *arg, unsign
     sd_init();
     if (!cb || flags != 0)
         return SD_EINVAL;
+    struct sd_op proto = {.kind = OP_CALLBACK, .u.callback = {cb, arg, stream}};
     pthread_mutex_lock(&sd_lock);
-    struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    if (!rc)
-        rc = s->dev->sticky;
-    struct sd_op *op = rc ? NULL : sd_op_new(OP_CALLBACK);
-    if (!rc && !op)
-        rc = SD_ENOMEM;
-    if (!rc) {
-        op->u.callback.cb = cb;
-        op->u.callback.arg = arg;
-        op->u.callback.handle = stream;
-        sd_enqueue(s, op, NULL);
-    }
+    int rc = sd_submit(stream, ptsz, &proto, NULL, NULL);
     pthread_mutex_unlock(&sd_lock);
     return rc;
 }

@@ -4,56 +4,38 @@
 #include "cuda_front.h"
 
 /* Number of simulated devices; cudaErrorNoDevice when there are none. */
-API cudaError_t cudaGetDeviceCount(int *n)
-{
-    if (!n)
-        return cuda_ret(SD_EINVAL);
-    *n = sd_device_count();
-    return *n ? SD_OK : cuda_ret(SD_ENODEV);
-}
-
+API cudaError_t cudaGetDeviceCount(int *n) { return cuda_ret(sd_device_count(n)); }
 /* Selects the calling thread's current device. */
 API cudaError_t cudaSetDevice(int d) { return cuda_ret(sd_set_device(d)); }
-
 /* The calling thread's current device. */
-API cudaError_t cudaGetDevice(int *d)
-{
-    if (!d)
-        return cuda_ret(SD_EINVAL);
-    *d = sd_get_device();
-    return SD_OK;
-}
+API cudaError_t cudaGetDevice(int *d) { return cuda_ret(sd_get_device(d)); }
 
-/* A few attributes with plausible values; the others are cudaErrorInvalidValue. */
+/* cudaDeviceAttr values answered, with plausible values; the others are cudaErrorInvalidValue. */
+static const struct sd_attr attrs[] = {
+    {1, 1024},  /* MaxThreadsPerBlock */
+    {10, 32},   /* WarpSize */
+    {16, 80},   /* MultiProcessorCount */
+    {18, 0},    /* Integrated */
+    {41, 1},    /* UnifiedAddressing */
+    {75, 8},    /* ComputeCapabilityMajor */
+    {76, 0},    /* ComputeCapabilityMinor */
+    {83, 1},    /* ManagedMemory */
+    {89, 1},    /* ConcurrentManagedAccess */
+    {115, 1},   /* MemoryPoolsSupported */
+};
+
+/* One attribute of a device, from the table above. */
 API cudaError_t cudaDeviceGetAttribute(int *v, int attr, int dev)
 {
-    if (!v)
-        return cuda_ret(SD_EINVAL);
-    if (dev < 0 || dev >= sd_device_count())
-        return cuda_ret(SD_EDEVICE);
-    switch (attr) {
-    case 1: *v = 1024; break;   /* MaxThreadsPerBlock */
-    case 10: *v = 32; break;    /* WarpSize */
-    case 16: *v = 80; break;    /* MultiProcessorCount */
-    case 18: *v = 0; break;     /* Integrated */
-    case 41: *v = 1; break;     /* UnifiedAddressing */
-    case 75: *v = 8; break;     /* ComputeCapabilityMajor */
-    case 76: *v = 0; break;     /* ComputeCapabilityMinor */
-    case 83: *v = 1; break;     /* ManagedMemory */
-    case 89: *v = 1; break;     /* ConcurrentManagedAccess */
-    case 115: *v = 1; break;    /* MemoryPoolsSupported */
-    default: return cuda_ret(SD_EINVAL);
-    }
-    return SD_OK;
+    return cuda_ret(sd_device_attr(attrs, sizeof attrs / sizeof attrs[0], v, attr, dev));
 }
 
 /* Fills the fields of CUDA 13's cudaDeviceProp (1008 bytes) that matter here; the rest 0. */
 API cudaError_t cudaGetDeviceProperties(void *prop, int dev)
 {
-    if (!prop)
-        return cuda_ret(SD_EINVAL);
-    if (dev < 0 || dev >= sd_device_count())
-        return cuda_ret(SD_EDEVICE);
+    int rc = sd_check_device_arg(prop, dev);
+    if (rc)
+        return cuda_ret(rc);
     unsigned char *b = prop;
     memset(b, 0, 1008);
     strcpy((char *)b, "simdevice");
@@ -68,22 +50,9 @@ API cudaError_t cudaGetDeviceProperties(void *prop, int dev)
 }
 
 /* 13000: the runtime these stand in for. */
-API cudaError_t cudaRuntimeGetVersion(int *v)
-{
-    if (!v)
-        return cuda_ret(SD_EINVAL);
-    *v = 13000;
-    return SD_OK;
-}
-
+API cudaError_t cudaRuntimeGetVersion(int *v) { return cuda_ret(sd_put_version(v, 13000)); }
 /* 13000: a driver as new as the runtime. */
-API cudaError_t cudaDriverGetVersion(int *v)
-{
-    if (!v)
-        return cuda_ret(SD_EINVAL);
-    *v = 13000;
-    return SD_OK;
-}
+API cudaError_t cudaDriverGetVersion(int *v) { return cuda_ret(sd_put_version(v, 13000)); }
 
 /* Waits until every stream of the current device is idle. */
 API cudaError_t cudaDeviceSynchronize(void) { return cuda_ret(sd_device_sync()); }
@@ -91,11 +60,4 @@ API cudaError_t cudaDeviceSynchronize(void) { return cuda_ret(sd_device_sync());
 API cudaError_t cudaDeviceReset(void) { return cuda_ret(sd_device_reset()); }
 
 /* Stream priorities exist but are not modelled: the range is [0, 0]. */
-API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
-{
-    if (least)
-        *least = 0;
-    if (greatest)
-        *greatest = 0;
-    return SD_OK;
-}
+API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) { return sd_priority_range(least, greatest); }

@@ -3,17 +3,10 @@
 
 cudaError_t cuda_ret(int rc)
 {
-    if (rc == SD_EBADFREE)
-        rc = SD_EINVAL;
-    if (rc != SD_OK && rc != SD_ENOTREADY)
-        sd_record_error(rc);
-    return rc;
+    return sd_ret(rc, SD_EINVAL);
 }
 
-static const struct {
-    int code;
-    const char *name, *text;
-} errs[] = {
+static const struct sd_errname errs[] = {
     {0, "cudaSuccess", "no error"},
     {1, "cudaErrorInvalidValue", "invalid argument"},
     {2, "cudaErrorMemoryAllocation", "out of memory"},
@@ -28,29 +21,23 @@ static const struct {
     {801, "cudaErrorNotSupported", "operation not supported"},
     {999, "cudaErrorUnknown", "unknown error"},
 };
+#define NERRS (sizeof errs / sizeof errs[0])
 
+/* The error's enumerator name. */
 API const char *cudaGetErrorName(cudaError_t e)
 {
-    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-        if (errs[i].code == e)
-            return errs[i].name;
-    return "cudaErrorUnknown";
+    const struct sd_errname *r = sd_err_find(errs, NERRS, e);
+    return r ? r->name : "cudaErrorUnknown";
 }
 
+/* The error's description. */
 API const char *cudaGetErrorString(cudaError_t e)
 {
-    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-        if (errs[i].code == e)
-            return errs[i].text;
-    return "unrecognized error code";
+    const struct sd_errname *r = sd_err_find(errs, NERRS, e);
+    return r ? r->text : "unrecognized error code";
 }
 
-API cudaError_t cudaGetLastError(void)
-{
-    return sd_last_error(1);
-}
-
-API cudaError_t cudaPeekAtLastError(void)
-{
-    return sd_last_error(0);
-}
+/* Returns and clears the thread's last error (a sticky fault stays). */
+API cudaError_t cudaGetLastError(void) { return sd_last_error(1); }
+/* Returns the thread's last error without clearing it. */
+API cudaError_t cudaPeekAtLastError(void) { return sd_last_error(0); }

@@ -39,12 +39,7 @@ API cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags) { (void)flags;
 /* Frees pinned host memory. */
 API cudaError_t cudaFreeHost(void *p) { return cuda_ret(sd_host_free(p)); }
 /* Managed memory: host memory counted against the device's capacity. */
-API cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
-{
-    if (flags != 1 && flags != 2)
-        return cuda_ret(SD_EINVAL);
-    return cuda_ret(sd_host_alloc(p, n, 1));
-}
+API cudaError_t cudaMallocManaged(void **p, size_t n, unsigned f) { return cuda_ret(sd_managed_alloc(p, n, f)); }
 
 /* Synchronous copy on the legacy default stream. */
 API cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int kind) { return cuda_ret(sd_memcpy(d, s, n, kind, 0, 0, 1)); }

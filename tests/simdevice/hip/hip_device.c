@@ -5,66 +5,37 @@
 API hipError_t hipInit(unsigned flags) { return hip_ret(flags ? SD_EINVAL : SD_OK); }
 
 /* Number of simulated devices; hipErrorNoDevice when there are none. */
-API hipError_t hipGetDeviceCount(int *n)
-{
-    if (!n)
-        return hip_ret(SD_EINVAL);
-    *n = sd_device_count();
-    return *n ? SD_OK : hip_ret(SD_ENODEV);
-}
-
+API hipError_t hipGetDeviceCount(int *n) { return hip_ret(sd_device_count(n)); }
 /* Selects the calling thread's current device. */
 API hipError_t hipSetDevice(int d) { return hip_ret(sd_set_device(d)); }
-
 /* The calling thread's current device. */
-API hipError_t hipGetDevice(int *d)
-{
-    if (!d)
-        return hip_ret(SD_EINVAL);
-    *d = sd_get_device();
-    return SD_OK;
-}
+API hipError_t hipGetDevice(int *d) { return hip_ret(sd_get_device(d)); }
 
-/* A few attributes (ROCm 5.2's enumerator values); the others are hipErrorInvalidValue. */
+/* hipDeviceAttribute_t values (ROCm 5.2's enumerators) answered; the others are
+ * hipErrorInvalidValue. */
+static const struct sd_attr attrs[] = {
+    {56, 1024}, /* MaxThreadsPerBlock */
+    {87, 64},   /* WarpSize */
+    {63, 120},  /* MultiprocessorCount */
+    {23, 9},    /* ComputeCapabilityMajor */
+    {61, 0},    /* ComputeCapabilityMinor */
+    {85, 1},    /* UnifiedAddressing */
+    {24, 1},    /* ManagedMemory */
+    {9, 1},     /* ConcurrentManagedAccess */
+    {88, 1},    /* MemoryPoolsSupported */
+    {16, 0},    /* Integrated */
+};
+
+/* One attribute of a device, from the table above. */
 API hipError_t hipDeviceGetAttribute(int *v, int attr, int dev)
 {
-    if (!v)
-        return hip_ret(SD_EINVAL);
-    if (dev < 0 || dev >= sd_device_count())
-        return hip_ret(SD_EDEVICE);
-    switch (attr) {
-    case 56: *v = 1024; break; /* MaxThreadsPerBlock */
-    case 87: *v = 64; break;   /* WarpSize */
-    case 63: *v = 120; break;  /* MultiprocessorCount */
-    case 23: *v = 9; break;    /* ComputeCapabilityMajor */
-    case 61: *v = 0; break;    /* ComputeCapabilityMinor */
-    case 85: *v = 1; break;    /* UnifiedAddressing */
-    case 24: *v = 1; break;    /* ManagedMemory */
-    case 9: *v = 1; break;     /* ConcurrentManagedAccess */
-    case 88: *v = 1; break;    /* MemoryPoolsSupported */
-    case 16: *v = 0; break;    /* Integrated */
-    default: return hip_ret(SD_EINVAL);
-    }
-    return SD_OK;
+    return hip_ret(sd_device_attr(attrs, sizeof attrs / sizeof attrs[0], v, attr, dev));
 }
 
 /* HIP_VERSION of ROCm 5.2.3's headers. */
-API hipError_t hipRuntimeGetVersion(int *v)
-{
-    if (!v)
-        return hip_ret(SD_EINVAL);
-    *v = 50221153;
-    return SD_OK;
-}
-
+API hipError_t hipRuntimeGetVersion(int *v) { return hip_ret(sd_put_version(v, 50221153)); }
 /* The driver reports the same version. */
-API hipError_t hipDriverGetVersion(int *v)
-{
-    if (!v)
-        return hip_ret(SD_EINVAL);
-    *v = 50221153;
-    return SD_OK;
-}
+API hipError_t hipDriverGetVersion(int *v) { return hip_ret(sd_put_version(v, 50221153)); }
 
 /* Waits until every stream of the current device is idle. */
 API hipError_t hipDeviceSynchronize(void) { return hip_ret(sd_device_sync()); }
@@ -72,11 +43,4 @@ API hipError_t hipDeviceSynchronize(void) { return hip_ret(sd_device_sync()); }
 API hipError_t hipDeviceReset(void) { return hip_ret(sd_device_reset()); }
 
 /* Stream priorities exist but are not modelled: the range is [0, 0]. */
-API hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest)
-{
-    if (least)
-        *least = 0;
-    if (greatest)
-        *greatest = 0;
-    return SD_OK;
-}
+API hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest) { return sd_priority_range(least, greatest); }

@@ -3,17 +3,10 @@
 
 hipError_t hip_ret(int rc)
 {
-    if (rc == SD_EBADFREE)
-        rc = SD_EDEVPTR; /* what ROCm 5.2 documents for hipFree of a bad pointer */
-    if (rc != SD_OK && rc != SD_ENOTREADY)
-        sd_record_error(rc);
-    return rc;
+    return sd_ret(rc, SD_EDEVPTR); /* what ROCm 5.2 documents for hipFree of a bad pointer */
 }
 
-static const struct {
-    int code;
-    const char *name, *text;
-} errs[] = {
+static const struct sd_errname errs[] = {
     {0, "hipSuccess", "no error"},
     {1, "hipErrorInvalidValue", "invalid argument"},
     {2, "hipErrorOutOfMemory", "out of memory"},
@@ -28,23 +21,20 @@ static const struct {
     {801, "hipErrorNotSupported", "operation not supported"},
     {999, "hipErrorUnknown", "unknown error"},
 };
+#define NERRS (sizeof errs / sizeof errs[0])
 
 /* The error's enumerator name. */
 API const char *hipGetErrorName(hipError_t e)
 {
-    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-        if (errs[i].code == e)
-            return errs[i].name;
-    return "hipErrorUnknown";
+    const struct sd_errname *r = sd_err_find(errs, NERRS, e);
+    return r ? r->name : "hipErrorUnknown";
 }
 
 /* The error's description. */
 API const char *hipGetErrorString(hipError_t e)
 {
-    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-        if (errs[i].code == e)
-            return errs[i].text;
-    return "unknown error";
+    const struct sd_errname *r = sd_err_find(errs, NERRS, e);
+    return r ? r->text : "unknown error";
 }
 
 /* Returns and clears the thread's last error (a sticky fault stays). */

@@ -34,12 +34,7 @@ API hipError_t hipHostFree(void *p) { return hip_ret(sd_host_free(p)); }
 /* Deprecated alias of hipHostFree. */
 API hipError_t hipFreeHost(void *p) { return hip_ret(sd_host_free(p)); }
 /* Managed memory: host memory counted against the device's capacity. */
-API hipError_t hipMallocManaged(void **p, size_t n, unsigned f)
-{
-    if (f != 1 && f != 2)
-        return hip_ret(SD_EINVAL);
-    return hip_ret(sd_host_alloc(p, n, 1));
-}
+API hipError_t hipMallocManaged(void **p, size_t n, unsigned f) { return hip_ret(sd_managed_alloc(p, n, f)); }
 
 /* Synchronous copy on the null stream. */
 API hipError_t hipMemcpy(void *d, const void *s, size_t n, int kind) { return hip_ret(sd_memcpy(d, s, n, kind, 0, 0, 1)); }
