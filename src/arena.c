@@ -25,6 +25,7 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
      * mid-size segments splittable. */
     if (a->cfg.max_split <= CA_MID_SEGMENT)
         a->cfg.max_split = CA_MID_SEGMENT + 1;
+    a->hooks = a->cfg.trace || a->cfg.record_alloc_times || a->cfg.record_stacks;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
 }
@@ -34,8 +35,6 @@ static ca_device *device_new(int id)
     ca_device *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->cond, NULL);
     d->id = id;
     d->plain.plain = true;
     d->plain.stream = CA_STREAM_LEGACY;
@@ -112,24 +111,32 @@ static void add_stream(ca_device *d, ca_stream_t s)
     d->streams[d->nstreams++] = s;
 }
 
+void ca_wait_switch(ca_device *d)
+{
+    while (__atomic_load_n(&d->switching, __ATOMIC_ACQUIRE)) {
+        ca_lock_release(&d->lock);
+        ca_futex_wait(&d->switching, 1);
+        ca_lock_acquire(&d->lock);
+    }
+}
+
 /* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
  * wait once for the device before any other stream may receive them. Drops the lock. */
 static void switch_to_fences(ca_arena *a, ca_device *d)
 {
-    while (d->switching)
-        pthread_cond_wait(&d->cond, &d->lock);
+    ca_wait_switch(d);
     if (d->fenced)
         return;
     d->fenced = true;
     if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
         return;
-    d->switching = true;
+    __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
     d->st.device_syncs++;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     a->be.device_synchronize(a->be.ctx, d->id);
-    pthread_mutex_lock(&d->lock);
-    d->switching = false;
-    pthread_cond_broadcast(&d->cond);
+    ca_lock_acquire(&d->lock);
+    __atomic_store_n(&d->switching, 0, __ATOMIC_RELEASE);
+    ca_futex_wake_all(&d->switching);
 }
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
@@ -194,6 +201,7 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
 ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
 {
     int cap = 0, k = 0;
+    ca_device_consolidate(d);
     for (ca_segment *s = d->whole; s; s = s->wnext)
         cap++;
     *n = 0;
@@ -281,6 +289,7 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
         if ((b = pool_find(a, p, rounded, small)) != NULL)
             return *hit = true, b;
     }
+    ca_device_consolidate(d); /* other pools' unmerged frees may complete whole segments */
     if ((b = steal_segment(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
     if ((b = grow(a, d, p, rounded, small, driver_failed)) != NULL)
@@ -294,9 +303,9 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     int n;
     ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
     if (n > 0) {
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
         ca_release_list(a, d, list, n);
-        pthread_mutex_lock(&d->lock);
+        ca_lock_acquire(&d->lock);
         d->st.driver_free_calls += (uint64_t)n;
         if ((b = pool_find(a, p, rounded, small)) != NULL ||
             (b = steal_segment(a, d, p, rounded, small)) != NULL)
@@ -345,16 +354,16 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     *out = NULL;
     if (size == 0)
         return CA_OK;
-    ca_device *d = ca_device_get(a, dev);
-    if (!d)
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d && !(d = ca_device_get(a, dev)))
         return CA_ERR_INVALID;
     size_t rounded = ca_round_request(&a->cfg, size);
     void *frames[CA_MAX_STACK];
-    int depth = a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
+    int depth = a->hooks && a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
 
-    pthread_mutex_lock(&d->lock);
-    while (d->switching)
-        pthread_cond_wait(&d->cond, &d->lock);
+    ca_lock_acquire(&d->lock);
+    if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
+        ca_wait_switch(d);
     if (!d->ready)
         device_ready(a, d);
     d->st.alloc_calls++;
@@ -376,13 +385,18 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         if (!p) {
             rc = CA_ERR_OOM;
         } else {
-            if (ca_fencing(a, d))
+            if (d->pend_tail && ca_fencing(a, d))
                 ca_fence_record(a, d);
-            b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &driver_failed);
-            if (b)
-                b = ca_block_take(a, d, b, rounded);
-            else
-                rc = CA_ERR_OOM;
+            if ((b = ca_fast_pop(d, p, rounded, ca_bin_of(rounded))) != NULL) {
+                hit = true;
+            } else {
+                ca_pool_consolidate(d, p);
+                b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &driver_failed);
+                if (b)
+                    b = ca_block_take(a, d, b, rounded);
+                else
+                    rc = CA_ERR_OOM;
+            }
         }
     }
     if (b && ca_map_put(&d->live, b->addr, b) != 0) {
@@ -395,7 +409,7 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     if (!b) {
         d->st.oom_failures++;
         warn_oom(a, d, size);
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
         return rc;
     }
     b->requested = size;
@@ -404,11 +418,13 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         d->st.cache_hits++;
     if (driver_failed)
         d->st.oom_recoveries++;
-    if (a->cfg.record_alloc_times || depth > 0)
-        note_origin(a, b, frames, depth);
-    if (a->cfg.trace)
-        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
-    pthread_mutex_unlock(&d->lock);
+    if (a->hooks) {
+        if (a->cfg.record_alloc_times || depth > 0)
+            note_origin(a, b, frames, depth);
+        if (a->cfg.trace)
+            a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
+    }
+    ca_lock_release(&d->lock);
     if (driver_failed && a->be.clear_error)
         a->be.clear_error(a->be.ctx);
     *out = (void *)b->addr;
@@ -418,14 +434,24 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
 /* Take ptr's block out of whichever device holds it; the device comes back locked. */
 static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block **bout)
 {
+    /* Most frees come back to the device of the thread's last free. */
+    ca_device *h = ca_device_peek(a, free_hint);
+    if (h) {
+        ca_lock_acquire(&h->lock);
+        ca_block *b = ca_map_take(&h->live, (uintptr_t)ptr);
+        if (b) {
+            *dout = h;
+            *bout = b;
+            return CA_OK;
+        }
+        ca_lock_release(&h->lock);
+    }
     int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
-    int start = free_hint < n ? free_hint : 0;
-    for (int k = 0; k < n; k++) {
-        int i = (start + k) % n;
+    for (int i = 0; i < n; i++) {
         ca_device *d = ca_device_peek(a, i);
         if (!d)
             continue;
-        pthread_mutex_lock(&d->lock);
+        ca_lock_acquire(&d->lock);
         ca_block *b = ca_map_take(&d->live, (uintptr_t)ptr);
         if (b) {
             free_hint = i;
@@ -435,10 +461,10 @@ static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block *
         }
         if (ca_segment_find(d, (uintptr_t)ptr)) {
             d->st.invalid_frees++;
-            pthread_mutex_unlock(&d->lock);
+            ca_lock_release(&d->lock);
             return CA_ERR_INVALID;
         }
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
     }
     return CA_ERR_NOT_OURS;
 }
@@ -457,7 +483,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     d->st.free_calls++;
     d->st.allocated_bytes -= b->size;
     d->st.requested_bytes -= b->requested;
-    if (a->cfg.trace)
+    if (a->hooks && a->cfg.trace)
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_FREE, d->id, ptr, b->requested, s);
     if (a->cfg.pool == CA_POOL_NONE) {
         ca_segment *seg = b->seg;
@@ -466,7 +492,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
         ca_bins_insert(ca_pool_bins(seg->pool, seg->small), b);
         ca_segment_detach(a, d, seg);
         d->st.driver_free_calls++;
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
         ca_segment_release(a, d->id, seg);
         return CA_OK;
     }
@@ -474,7 +500,8 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
     if (!ca_fencing(a, d) || same_stream) {
-        ca_block_free(d, b);
+        if (!ca_fast_push(d, p, b))
+            ca_block_free(d, b);
         if (same_stream) {
             p->last_free_seq = b->free_seq;
             ca_async_freed(a, d, p);
@@ -482,7 +509,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     } else {
         ca_pend(d, b);
     }
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     return CA_OK;
 }
 
@@ -493,7 +520,7 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
         ca_device *d = ca_device_peek(a, i);
         if (!d)
             continue;
-        pthread_mutex_lock(&d->lock);
+        ca_lock_acquire(&d->lock);
         ca_block *b = ca_map_get(&d->live, (uintptr_t)ptr);
         if (b) {
             if (dev)
@@ -501,7 +528,7 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
             if (size)
                 *size = b->requested;
         }
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
         if (b)
             return 1;
     }
@@ -513,12 +540,12 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
     ca_device *d = ca_device_get(a, dev);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     if (nonblocking)
         add_stream(d, s);
     if (!d->fenced)
         switch_to_fences(a, d);
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
 }
 
 void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
@@ -527,10 +554,10 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
     ca_device *d = ca_device_get(a, dev);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     if (!d->fenced)
         switch_to_fences(a, d);
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
 }
 
 static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
@@ -559,7 +586,7 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     for (int i = 0; i < d->nstreams; i++) {
         if (d->streams[i] == s) {
             d->streams[i] = d->streams[--d->nstreams];
@@ -579,6 +606,7 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
         p->dead = true;
         if (d->last_pool == p)
             d->last_pool = NULL;
+        ca_pool_consolidate(d, p);
         for (int small = 0; small < 2 && ca_fencing(a, d); small++) {
             ca_bins *bins = ca_pool_bins(p, small);
             for (uint32_t c = 0; c < CA_BIN_COUNT; c++) {
@@ -591,5 +619,5 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
             }
         }
     }
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
 }

@@ -9,9 +9,9 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return 0;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     uint64_t token = d->free_seq;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     return token;
 }
 
@@ -29,9 +29,9 @@ static void trim(ca_arena *a, ca_device *d)
         return;
     }
     d->st.driver_free_calls += (uint64_t)n;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     ca_release_list(a, d, list, n);
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
 }
 
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
@@ -39,10 +39,10 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     ca_complete_upto(d, token);
     trim(a, d);
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
 }
 
 static void free_device_state(ca_device *d)
@@ -86,7 +86,8 @@ static void free_device_state(ca_device *d)
     plain.plain = true;
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
-    d->ready = d->fenced = d->switching = false;
+    d->ready = d->fenced = false;
+    d->switching = 0;
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -101,26 +102,24 @@ void ca_device_reset(ca_arena *a, int dev)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
-    while (d->switching)
-        pthread_cond_wait(&d->cond, &d->lock);
+    ca_lock_acquire(&d->lock);
+    ca_wait_switch(d);
     /* The runtime destroyed the memory and the events: forget them without calling it. */
     free_device_state(d);
     zero_gauges(&d->st);
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
 }
 
 static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 {
-    pthread_mutex_lock(&d->lock);
-    while (d->switching)
-        pthread_cond_wait(&d->cond, &d->lock);
+    ca_lock_acquire(&d->lock);
+    ca_wait_switch(d);
     if (ca_fencing(a, d))
         ca_wait_all(a, d);
     int n;
     ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
     d->st.driver_free_calls += (uint64_t)n;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     return ca_release_list(a, d, list, n);
 }
 
@@ -141,9 +140,9 @@ uint64_t ca_reusable_bytes(ca_arena *a, int dev)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return 0;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     uint64_t bytes = d->st.cached_bytes;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     return bytes;
 }
 
@@ -169,10 +168,12 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return 0;
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     *out = d->st;
+    /* What one request could get: unmerged neighbours count as the block they would form. */
+    ca_device_consolidate(d);
     out->largest_free_block = ca_device_largest_free(d);
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     return 1;
 }
 
@@ -185,14 +186,14 @@ void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx)
         ca_device *d = ca_device_peek(a, i);
         if (!d)
             continue;
-        pthread_mutex_lock(&d->lock);
+        ca_lock_acquire(&d->lock);
         for (size_t s = 0; s < d->live.cap; s++) {
             ca_block *b = d->live.vals[s];
             if (d->live.keys[s] && b)
                 fn(ctx, i, (void *)b->addr, b->requested, b->t_alloc_ns,
                    b->depth ? (void *const *)b->stack : NULL, b->depth);
         }
-        pthread_mutex_unlock(&d->lock);
+        ca_lock_release(&d->lock);
     }
 }
 
@@ -217,8 +218,6 @@ void ca_arena_destroy(ca_arena *a)
         for (int k = 0; k < d->nevents; k++)
             a->be.event_destroy(a->be.ctx, i, d->events[k]);
         free_device_state(d);
-        pthread_mutex_destroy(&d->lock);
-        pthread_cond_destroy(&d->cond);
         free(d);
     }
     pthread_mutex_destroy(&a->devices_lock);
@@ -232,8 +231,8 @@ void ca_arena_forget(ca_arena *a)
         if (!d)
             continue;
         free_device_state(d);
-        pthread_mutex_init(&d->lock, NULL);
-        pthread_cond_init(&d->cond, NULL);
+        d->lock = (ca_lock)CA_LOCK_INIT;
+        d->switching = 0;
         ca_dev_stats zero = {0};
         d->st = zero;
     }

@@ -11,17 +11,6 @@
 
 static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }
 
-uint32_t ca_bin_of(size_t size)
-{
-    uint64_t units = size / CA_ROUND;
-    if (units < CA_BIN_SUB)
-        return (uint32_t)units;
-    uint32_t level = floor_log2(units);
-    uint32_t sub = (uint32_t)(units >> (level - CA_BIN_SUB_BITS)) & (CA_BIN_SUB - 1);
-    uint32_t cls = (level - CA_BIN_SUB_BITS + 1) * CA_BIN_SUB + sub;
-    return cls < CA_BIN_COUNT ? cls : CA_BIN_COUNT - 1;
-}
-
 void ca_bins_insert(ca_bins *b, ca_block *blk)
 {
     uint32_t cls = ca_bin_of(blk->size);

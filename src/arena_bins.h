@@ -22,7 +22,16 @@ typedef struct ca_bins {
 } ca_bins;
 
 /* Class of a size (a multiple of 512): the class whose range holds it. */
-uint32_t ca_bin_of(size_t size);
+static inline uint32_t ca_bin_of(size_t size)
+{
+    uint64_t units = size / 512u;
+    if (units < CA_BIN_SUB)
+        return (uint32_t)units;
+    uint32_t level = 63u - (uint32_t)__builtin_clzll(units);
+    uint32_t sub = (uint32_t)(units >> (level - CA_BIN_SUB_BITS)) & (CA_BIN_SUB - 1);
+    uint32_t cls = (level - CA_BIN_SUB_BITS + 1) * CA_BIN_SUB + sub;
+    return cls < CA_BIN_COUNT ? cls : CA_BIN_COUNT - 1;
+}
 
 /* Put a free block into the index. */
 void ca_bins_insert(ca_bins *b, ca_block *blk);

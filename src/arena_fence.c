@@ -9,11 +9,6 @@
 
 #include "arena_internal.h"
 
-bool ca_fencing(const ca_arena *a, const ca_device *d)
-{
-    return d->fenced && a->cfg.reuse == CA_REUSE_SAFE;
-}
-
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {
     const ca_pool *p = seg->pool;
@@ -221,9 +216,9 @@ void ca_wait_device(ca_arena *a, ca_device *d)
 {
     uint64_t token = d->free_seq;
     d->st.device_syncs++;
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     int rc = a->be.device_synchronize(a->be.ctx, d->id);
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     if (rc == CA_OK) {
         ca_complete_upto(d, token);
         for (int i = 0; i < d->ndying; i++)
@@ -260,10 +255,10 @@ void ca_wait_all(ca_arena *a, ca_device *d)
     if (d->fence_tail)
         for (int i = 0; i < d->fence_tail->nev; i++)
             evs[k++] = d->fence_tail->ev[i];
-    pthread_mutex_unlock(&d->lock);
+    ca_lock_release(&d->lock);
     for (int i = 0; i < k; i++)
         a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
-    pthread_mutex_lock(&d->lock);
+    ca_lock_acquire(&d->lock);
     free(evs);
     ca_fence_poll(a, d);
     ca_pools_poll(a, d);

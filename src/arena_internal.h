@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "arena_bins.h"
+#include "arena_lock.h"
 #include "arena_map.h"
 
 #define CA_ROUND 512u                     /* every block is a multiple of this    */
@@ -19,7 +20,11 @@
 #define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
 #define CA_MAX_STACK 16
 
-typedef enum { BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2 } ca_block_state;
+/* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). */
+typedef enum { BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2, BLOCK_FAST = 3 } ca_block_state;
+
+/* Blocks a pool keeps unmerged for exact-size reuse before frees merge again. */
+#define CA_FAST_MAX 64u
 
 typedef struct ca_segment ca_segment;
 typedef struct ca_pool ca_pool;
@@ -56,6 +61,8 @@ struct ca_pool {
     bool plain;               /* the plain API pool of the device            */
     bool dead;                /* its stream was destroyed                    */
     ca_bins small, large;
+    ca_block *fast[CA_BIN_COUNT]; /* exact-size reuse lists, by size class */
+    uint32_t nfast;
     /* Cross-stream safety of async pools: frees with free_seq <= safe_seq completed on the
      * device. One event at a time is in flight; it covers frees up to ev_seq. */
     uint64_t last_free_seq;
@@ -80,12 +87,11 @@ typedef struct ca_dying {
 } ca_dying;
 
 typedef struct ca_device {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;      /* signalled when a mode switch finishes       */
+    ca_lock lock;
     int id;
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
-    bool switching;           /* the one-time device synchronization runs    */
+    uint32_t switching;       /* the one-time device synchronization runs (a futex word) */
     uint64_t limit;           /* effective CACHEALLOC_LIMIT in bytes, 0 none */
     uint64_t release_threshold;
     ca_map live;              /* allocated blocks by address                 */
@@ -115,6 +121,7 @@ typedef struct ca_device {
 struct ca_arena {
     ca_backend be;
     ca_config cfg;
+    bool hooks;                   /* trace, allocation times or stacks: the slow bookkeeping */
     pthread_mutex_t devices_lock; /* creation of device slots               */
     ca_device *dev[CA_MAX_DEVICES];
     int ndev;
@@ -123,6 +130,7 @@ struct ca_arena {
 
 /* arena.c */
 ca_device *ca_device_get(ca_arena *a, int dev);
+void ca_wait_switch(ca_device *d);
 static inline ca_device *ca_device_peek(ca_arena *a, int dev)
 {
     if (dev < 0 || dev >= CA_MAX_DEVICES)
@@ -136,7 +144,6 @@ size_t ca_device_largest_free(ca_device *d);
 #endif
 
 /* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
-size_t ca_round_request(const ca_config *c, size_t size);
 size_t ca_segment_size(const ca_config *c, size_t rounded);
 bool ca_is_small(size_t rounded);
 ca_block *ca_block_new(ca_device *d);
@@ -149,12 +156,64 @@ void ca_segment_forget(ca_device *d, ca_segment *seg);
 ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr);
 void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to);
 void ca_block_free(ca_device *d, ca_block *b);
+void ca_pool_consolidate(ca_device *d, ca_pool *p);
+void ca_device_consolidate(ca_device *d);
 void ca_block_unfree(ca_device *d, ca_block *b);
 ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded);
 ca_bins *ca_pool_bins(ca_pool *p, bool small);
 
+/* A request's block size: 512-byte multiples, or powers of two in the binned pool. 0 when it
+ * cannot be represented. */
+static inline size_t ca_round_request(const ca_config *c, size_t size)
+{
+    if (size > SIZE_MAX / 2)
+        return 0;
+    if (c->pool != CA_POOL_BINNED)
+        return (size + CA_ROUND - 1) & ~(size_t)(CA_ROUND - 1);
+    size_t p = CA_ROUND;
+    while (p < size)
+        p <<= 1;
+    return p;
+}
+
+/* The fast path of a free: the block joins its pool's exact-size list unmerged, so that the
+ * next request of that size takes it back without a search, a split or a merge. Merging is
+ * only deferred: every search that misses the lists consolidates them first, so best fit
+ * sees the same free blocks eager merging would give it. */
+static inline bool ca_fast_push(ca_device *d, ca_pool *p, ca_block *b)
+{
+    if (p->nfast >= CA_FAST_MAX)
+        return false;
+    b->state = BLOCK_FAST;
+    b->lnext = p->fast[b->bin];
+    p->fast[b->bin] = b;
+    p->nfast++;
+    d->st.cached_bytes += b->size;
+    return true;
+}
+
+/* The fast path of an allocation: a block of exactly rounded bytes (class cls), or NULL. */
+static inline ca_block *ca_fast_pop(ca_device *d, ca_pool *p, size_t rounded, uint32_t cls)
+{
+    ca_block *b = p->fast[cls];
+    if (!b || b->size != rounded)
+        return NULL;
+    p->fast[cls] = b->lnext;
+    p->nfast--;
+    b->lnext = NULL;
+    b->state = BLOCK_ALLOC;
+    d->st.cached_bytes -= b->size;
+    d->st.allocated_bytes += b->size;
+    if (d->st.allocated_bytes > d->st.peak_allocated_bytes)
+        d->st.peak_allocated_bytes = d->st.allocated_bytes;
+    return b;
+}
+
 /* arena_fence.c: the reuse contract's bookkeeping. All under the device lock. */
-bool ca_fencing(const ca_arena *a, const ca_device *d);
+static inline bool ca_fencing(const ca_arena *a, const ca_device *d)
+{
+    return d->fenced && a->cfg.reuse == CA_REUSE_SAFE;
+}
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
 void ca_pend(ca_device *d, ca_block *b);
 bool ca_fence_record(ca_arena *a, ca_device *d);

@@ -12,19 +12,6 @@ static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * 
 
 bool ca_is_small(size_t rounded) { return rounded <= CA_SMALL_MAX; }
 
-size_t ca_round_request(const ca_config *c, size_t size)
-{
-    if (size > SIZE_MAX / 2)
-        return 0;
-    if (c->pool == CA_POOL_BINNED) {
-        size_t p = CA_ROUND;
-        while (p < size)
-            p <<= 1;
-        return p;
-    }
-    return round_up(size, CA_ROUND);
-}
-
 size_t ca_segment_size(const ca_config *c, size_t rounded)
 {
     if (c->pool != CA_POOL_SPLIT)
@@ -302,7 +289,29 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
         }
     }
     b->state = BLOCK_ALLOC;
+    b->bin = ca_bin_of(b->size); /* its exact-size list when freed */
     d->st.allocated_bytes += b->size;
     note_peaks(&d->st);
     return b;
+}
+
+void ca_pool_consolidate(ca_device *d, ca_pool *p)
+{
+    for (uint32_t c = 0; p->nfast > 0 && c < CA_BIN_COUNT; c++) {
+        while (p->fast[c]) {
+            ca_block *b = p->fast[c];
+            p->fast[c] = b->lnext;
+            p->nfast--;
+            b->lnext = NULL;
+            d->st.cached_bytes -= b->size; /* ca_block_free counts it again */
+            ca_block_free(d, b);
+        }
+    }
+}
+
+void ca_device_consolidate(ca_device *d)
+{
+    ca_pool_consolidate(d, &d->plain);
+    for (int i = 0; i < d->npools; i++)
+        ca_pool_consolidate(d, d->pools[i]);
 }
