@@ -56,10 +56,12 @@ static void visit(void *ctx, int dev, const void *ptr, size_t requested, uint64_
     if (t_alloc_ns && w->now_ns >= t_alloc_ns)
         fprintf(w->out, ", allocated %.3f s before exit", (double)(w->now_ns - t_alloc_ns) / 1e9);
     fputc('\n', w->out);
-    /* Skip the frames inside this library (the arena, the shim's door): start at the call. */
+    /* Start after the last frame inside this library (the arena, the shim's door): the call
+     * that allocated. Frames before it may also belong to whoever intercepts backtrace(). */
     int first = 0;
-    while (first < depth && stack && in_self(stack[first]))
-        first++;
+    for (int i = 0; stack && i < depth; i++)
+        if (in_self(stack[i]))
+            first = i + 1;
     for (int i = first; stack && i < depth; i++)
         print_frame(w->out, i - first, stack[i]);
 }
