@@ -3,7 +3,7 @@
 #include "gpu.h"
 
 /* Not static, and the program is linked with -rdynamic: the report names it. */
-void *leaky_function(size_t size);
+__attribute__((noinline)) void *leaky_function(size_t size);
 
 void *leaky_function(size_t size)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cachealloc-top against a live program under the shim: --json matches what the program did,
 --reclaim lowers its reserved memory, and once the program is killed its segment is shown dead
-and removed.   stats_e2e.py TOP PROGRAM"""
+and removed; with CACHEALLOC_STATS=0 nothing is published.   stats_e2e.py TOP PROGRAM"""
 import json
 import os
 import signal
@@ -25,6 +25,19 @@ def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
 
+
+# CACHEALLOC_STATS=0: the same program publishes nothing.
+with tempfile.TemporaryDirectory() as shm:
+    env = dict(os.environ, CACHEALLOC_STATS="0", CACHEALLOC_SHM_DIR=shm)
+    child = subprocess.Popen([prog], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    ready = child.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    left = os.listdir(shm)
+    child.stdin.close()
+    child.wait()
+    if not ready or left:
+        fail("CACHEALLOC_STATS=0 still published: %r" % left)
 
 with tempfile.TemporaryDirectory() as shm:
     env = dict(os.environ, CACHEALLOC_STATS="1", CACHEALLOC_SHM_DIR=shm)
