@@ -431,42 +431,44 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     return CA_OK;
 }
 
-/* Take ptr's block out of whichever device holds it; the device comes back locked. */
+/* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,
+ * with *inside telling whether ptr falls in one of d's segments (an interior pointer or a
+ * double free, counted there). */
+static inline __attribute__((always_inline)) ca_block *take_live(ca_device *d, void *ptr,
+                                                             bool *inside)
+{
+    ca_lock_acquire(&d->lock);
+    ca_block *b = ca_map_take(&d->live, (uintptr_t)ptr);
+    if (b)
+        return b;
+    if (ca_segment_find(d, (uintptr_t)ptr)) {
+        d->st.invalid_frees++;
+        *inside = true;
+    }
+    ca_lock_release(&d->lock);
+    return NULL;
+}
+
+/* Take ptr's block out of whichever device holds it; the device comes back locked. Most frees
+ * come back to the device of the thread's last free, which is tried first. */
 static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block **bout)
 {
-    /* Most frees come back to the device of the thread's last free. */
+    bool inside = false;
     ca_device *h = ca_device_peek(a, free_hint);
-    if (h) {
-        ca_lock_acquire(&h->lock);
-        ca_block *b = ca_map_take(&h->live, (uintptr_t)ptr);
-        if (b) {
-            *dout = h;
-            *bout = b;
-            return CA_OK;
-        }
-        ca_lock_release(&h->lock);
+    if (h && (*bout = take_live(h, ptr, &inside)) != NULL) {
+        *dout = h;
+        return CA_OK;
     }
     int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !inside; i++) {
         ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        ca_block *b = ca_map_take(&d->live, (uintptr_t)ptr);
-        if (b) {
+        if (d && d != h && (*bout = take_live(d, ptr, &inside)) != NULL) {
             free_hint = i;
             *dout = d;
-            *bout = b;
             return CA_OK;
         }
-        if (ca_segment_find(d, (uintptr_t)ptr)) {
-            d->st.invalid_frees++;
-            ca_lock_release(&d->lock);
-            return CA_ERR_INVALID;
-        }
-        ca_lock_release(&d->lock);
     }
-    return CA_ERR_NOT_OURS;
+    return inside ? CA_ERR_INVALID : CA_ERR_NOT_OURS;
 }
 
 ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
