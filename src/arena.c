@@ -62,8 +62,9 @@ ca_device *ca_device_get(ca_arena *a, int dev)
 
 static uint64_t share_of(uint64_t total, unsigned percent) { return total / 100 * percent; }
 
-/* First use of a device: limits that depend on its size, and the preallocation. */
-static void device_ready(ca_arena *a, ca_device *d)
+/* First use of a device: limits that depend on its size, and the preallocation. A failed
+ * preallocation sets *driver_failed: the runtime recorded an error the caller must clear. */
+static void device_ready(ca_arena *a, ca_device *d, bool *driver_failed)
 {
     d->ready = true;
     d->limit = a->cfg.limit_bytes;
@@ -81,7 +82,7 @@ static void device_ready(ca_arena *a, ca_device *d)
         size_t size = ca_segment_size(&a->cfg, ca_round_request(&a->cfg, a->cfg.prealloc_bytes));
         ca_block *b;
         if (!d->limit || size <= d->limit)
-            (void)ca_segment_new(a, d, &d->plain, size, false, true, &b);
+            (void)ca_segment_new(a, d, &d->plain, size, false, true, &b, driver_failed);
     }
 }
 
@@ -111,6 +112,18 @@ static void add_stream(ca_device *d, ca_stream_t s)
     d->streams[d->nstreams++] = s;
 }
 
+void ca_window_end(ca_device *d)
+{
+    ca_lock_acquire(&d->lock);
+    while (__atomic_load_n(&d->switching, __ATOMIC_ACQUIRE)) {
+        ca_lock_release(&d->lock);
+        ca_futex_wait(&d->switching, 1);
+        ca_lock_acquire(&d->lock);
+    }
+    if (--d->windows == 0)
+        ca_futex_wake_all(&d->windows);
+}
+
 void ca_wait_switch(ca_device *d)
 {
     while (__atomic_load_n(&d->switching, __ATOMIC_ACQUIRE)) {
@@ -132,11 +145,13 @@ static void switch_to_fences(ca_arena *a, ca_device *d)
         return;
     __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
     d->st.device_syncs++;
-    ca_lock_release(&d->lock);
+    ca_window_begin(d);
     a->be.device_synchronize(a->be.ctx, d->id);
     ca_lock_acquire(&d->lock);
     __atomic_store_n(&d->switching, 0, __ATOMIC_RELEASE);
     ca_futex_wake_all(&d->switching);
+    if (--d->windows == 0)
+        ca_futex_wake_all(&d->windows);
 }
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
@@ -172,7 +187,8 @@ static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
 static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
 {
     return ca_bins_find(ca_pool_bins(p, small), rounded, a->cfg.pool == CA_POOL_BINNED,
-                        a->cfg.max_split == UINT64_MAX ? NULL : fits_rule, a->cfg.max_split);
+                        a->cfg.max_split == UINT64_MAX ? NULL : fits_rule, a->cfg.max_split,
+                        CA_BIN_SCAN_LIMIT);
 }
 
 /* Ladder step 3: a whole free segment of another pool, safe for this stream, moved over. */
@@ -266,14 +282,22 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
     if (!within_limit(d, seg))
         return NULL;
     ca_block *b = NULL;
-    ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b);
-    if (rc == CA_ERR_OOM) {
-        *driver_failed = true;
-        /* The device may still hold the request itself, just not the segment around it. */
-        if (seg > rounded)
-            rc = ca_segment_new(a, d, p, rounded, small, false, &b);
-    }
+    ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b, driver_failed);
+    /* The device may still hold the request itself, just not the segment around it. */
+    if (rc != CA_OK && *driver_failed && seg > rounded)
+        rc = ca_segment_new(a, d, p, rounded, small, false, &b, driver_failed);
     return rc == CA_OK ? b : NULL;
+}
+
+/* Searches after the first, on the slow path, look at every block of a class: a fitting block
+ * must never hide behind the bounded scan of the hot path. */
+static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
+{
+    ca_device_consolidate(d); /* frees pushed while the lock was dropped */
+    ca_block *b = ca_bins_find(ca_pool_bins(p, small), rounded, a->cfg.pool == CA_POOL_BINNED,
+                               a->cfg.max_split == UINT64_MAX ? NULL : fits_rule,
+                               a->cfg.max_split, SIZE_MAX);
+    return b ? b : steal_segment(a, d, p, rounded, small);
 }
 
 /* The out-of-memory ladder of docs/arena.md; the pool is searched again after every step. */
@@ -286,34 +310,30 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     if (ca_fencing(a, d)) {
         ca_fence_poll(a, d);
         ca_pools_poll(a, d);
-        if ((b = pool_find(a, p, rounded, small)) != NULL)
-            return *hit = true, b;
     }
-    ca_device_consolidate(d); /* other pools' unmerged frees may complete whole segments */
-    if ((b = steal_segment(a, d, p, rounded, small)) != NULL)
+    if ((b = search_again(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
     if ((b = grow(a, d, p, rounded, small, driver_failed)) != NULL)
         return b;
     if (ca_fencing(a, d)) {
         ca_wait_all(a, d);
-        if ((b = pool_find(a, p, rounded, small)) != NULL ||
-            (b = steal_segment(a, d, p, rounded, small)) != NULL)
+        if ((b = search_again(a, d, p, rounded, small)) != NULL)
             return *hit = true, b;
     }
     int n;
     ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
     if (n > 0) {
-        ca_lock_release(&d->lock);
+        ca_window_begin(d);
         ca_release_list(a, d, list, n);
-        ca_lock_acquire(&d->lock);
+        ca_window_end(d);
         d->st.driver_free_calls += (uint64_t)n;
-        if ((b = pool_find(a, p, rounded, small)) != NULL ||
-            (b = steal_segment(a, d, p, rounded, small)) != NULL)
-            return *hit = true, b;
-        return grow(a, d, p, rounded, small, driver_failed);
+    } else {
+        free(list);
     }
-    free(list);
-    return NULL;
+    /* Others may have freed or released meanwhile, even when this step gave nothing back. */
+    if ((b = search_again(a, d, p, rounded, small)) != NULL)
+        return *hit = true, b;
+    return grow(a, d, p, rounded, small, driver_failed);
 }
 
 static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
@@ -340,7 +360,8 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
     if (!within_limit(d, rounded))
         return CA_ERR_OOM;
     ca_block *b = NULL;
-    ca_status rc = ca_segment_new(a, d, &d->plain, rounded, small, false, &b);
+    bool driver_failed = false; /* nothing to clear: the program sees the driver's own answer */
+    ca_status rc = ca_segment_new(a, d, &d->plain, rounded, small, false, &b, &driver_failed);
     if (rc != CA_OK)
         return rc;
     *out = ca_block_take(a, d, b, rounded);
@@ -364,11 +385,11 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     ca_lock_acquire(&d->lock);
     if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
+    bool hit = false, driver_failed = false;
     if (!d->ready)
-        device_ready(a, d);
+        device_ready(a, d, &driver_failed);
     d->st.alloc_calls++;
     ca_block *b = NULL;
-    bool hit = false, driver_failed = false;
     ca_status rc = CA_OK;
     if (rounded == 0) {
         rc = CA_ERR_OOM;
@@ -424,10 +445,10 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         if (a->cfg.trace)
             a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
     }
+    *out = (void *)b->addr; /* b is the device's again once the lock is given back */
     ca_lock_release(&d->lock);
     if (driver_failed && a->be.clear_error)
         a->be.clear_error(a->be.ctx);
-    *out = (void *)b->addr;
     return CA_OK;
 }
 
@@ -494,10 +515,15 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
         ca_bins_insert(ca_pool_bins(seg->pool, seg->small), b);
         ca_segment_detach(a, d, seg);
         d->st.driver_free_calls++;
-        ca_lock_release(&d->lock);
+        ca_window_begin(d);
         ca_segment_release(a, d->id, seg);
+        ca_window_end(d);
+        ca_lock_release(&d->lock);
         return CA_OK;
     }
+    /* A stream the arena was never told about ends the single-stream fast path here too. */
+    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY && !d->fenced)
+        switch_to_fences(a, d);
     b->free_seq = ++d->free_seq;
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
@@ -579,7 +605,7 @@ static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
         ca_event_put(d, ev);
         return false;
     }
-    d->dying[d->ndying++] = (ca_dying){ev, false};
+    d->dying[d->ndying++] = (ca_dying){ev, ++d->dying_stamp, false};
     return true;
 }
 

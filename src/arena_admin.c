@@ -29,9 +29,9 @@ static void trim(ca_arena *a, ca_device *d)
         return;
     }
     d->st.driver_free_calls += (uint64_t)n;
-    ca_lock_release(&d->lock);
+    ca_window_begin(d);
     ca_release_list(a, d, list, n);
-    ca_lock_acquire(&d->lock);
+    ca_window_end(d);
 }
 
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
@@ -87,7 +87,6 @@ static void free_device_state(ca_device *d)
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
     d->ready = d->fenced = false;
-    d->switching = 0;
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -103,7 +102,15 @@ void ca_device_reset(ca_arena *a, int dev)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    ca_wait_switch(d);
+    /* Threads in an unlocked window hold pools and detached segments of this device. */
+    for (uint32_t w; (w = d->windows) != 0 || d->switching;) {
+        ca_lock_release(&d->lock);
+        if (w)
+            ca_futex_wait(&d->windows, w);
+        else
+            ca_futex_wait(&d->switching, 1);
+        ca_lock_acquire(&d->lock);
+    }
     /* The runtime destroyed the memory and the events: forget them without calling it. */
     free_device_state(d);
     zero_gauges(&d->st);
@@ -119,8 +126,11 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     int n;
     ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
     d->st.driver_free_calls += (uint64_t)n;
+    ca_window_begin(d);
+    uint64_t bytes = ca_release_list(a, d, list, n);
+    ca_window_end(d);
     ca_lock_release(&d->lock);
-    return ca_release_list(a, d, list, n);
+    return bytes;
 }
 
 uint64_t ca_reclaim(ca_arena *a, int dev)
@@ -233,6 +243,7 @@ void ca_arena_forget(ca_arena *a)
         free_device_state(d);
         d->lock = (ca_lock)CA_LOCK_INIT;
         d->switching = 0;
+        d->windows = 0;
         ca_dev_stats zero = {0};
         d->st = zero;
     }

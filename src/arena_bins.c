@@ -6,9 +6,6 @@
 
 #include "arena_internal.h"
 
-/* Blocks looked at in one class before moving on: keeps a pathological class O(1). */
-#define SCAN_LIMIT 16
-
 static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }
 
 void ca_bins_insert(ca_bins *b, ca_block *blk)
@@ -65,12 +62,13 @@ static uint32_t next_class(const ca_bins *b, uint32_t cls)
 }
 
 ca_block *ca_bins_find(const ca_bins *b, size_t size, int exact,
-                       int (*accept)(const ca_block *blk, size_t size, uint64_t arg), uint64_t arg)
+                       int (*accept)(const ca_block *blk, size_t size, uint64_t arg), uint64_t arg,
+                       size_t scan)
 {
     uint32_t own = ca_bin_of(size);
     ca_block *best = NULL;
-    int seen = 0;
-    for (ca_block *blk = b->head[own]; blk && seen < SCAN_LIMIT; blk = blk->lnext, seen++) {
+    size_t seen = 0;
+    for (ca_block *blk = b->head[own]; blk && seen < scan; blk = blk->lnext, seen++) {
         if (blk->size < size || (exact && blk->size != size))
             continue;
         if (best && blk->size >= best->size)
@@ -85,7 +83,7 @@ ca_block *ca_bins_find(const ca_bins *b, size_t size, int exact,
         return best;
     for (uint32_t cls = next_class(b, own + 1); cls < CA_BIN_COUNT; cls = next_class(b, cls + 1)) {
         seen = 0;
-        for (ca_block *blk = b->head[cls]; blk && seen < SCAN_LIMIT; blk = blk->lnext, seen++) {
+        for (ca_block *blk = b->head[cls]; blk && seen < scan; blk = blk->lnext, seen++) {
             if (!accept || accept(blk, size, arg))
                 return blk;
         }

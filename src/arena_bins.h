@@ -39,11 +39,16 @@ void ca_bins_insert(ca_bins *b, ca_block *blk);
 /* Take a block out of the index. */
 void ca_bins_remove(ca_bins *b, ca_block *blk);
 
+/* Blocks of one class the hot path looks at before moving on: keeps a long class O(1). */
+#define CA_BIN_SCAN_LIMIT 16
+
 /* The smallest block of at least size found in the index (best fit within size's own class,
  * then the first of the next non-empty class), skipping blocks that accept() rejects; NULL if
- * none. exact: only blocks of exactly size (the binned pool). */
+ * none. exact: only blocks of exactly size (the binned pool). At most scan blocks of a class
+ * are looked at (SIZE_MAX: all). */
 ca_block *ca_bins_find(const ca_bins *b, size_t size, int exact,
-                       int (*accept)(const ca_block *blk, size_t size, uint64_t arg), uint64_t arg);
+                       int (*accept)(const ca_block *blk, size_t size, uint64_t arg), uint64_t arg,
+                       size_t scan);
 
 /* Largest block in the index (statistics). */
 size_t ca_bins_largest(const ca_bins *b);

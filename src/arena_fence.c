@@ -211,18 +211,20 @@ void ca_complete_upto(ca_device *d, uint64_t seq)
             d->pools[i]->safe_seq = seq;
 }
 
-/* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. */
+/* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
+ * the frees and the stream destructions made before it began, not those made meanwhile. */
 void ca_wait_device(ca_arena *a, ca_device *d)
 {
-    uint64_t token = d->free_seq;
+    uint64_t token = d->free_seq, dying = d->dying_stamp;
     d->st.device_syncs++;
-    ca_lock_release(&d->lock);
+    ca_window_begin(d);
     int rc = a->be.device_synchronize(a->be.ctx, d->id);
-    ca_lock_acquire(&d->lock);
+    ca_window_end(d);
     if (rc == CA_OK) {
         ca_complete_upto(d, token);
         for (int i = 0; i < d->ndying; i++)
-            d->dying[i].done = true;
+            if (d->dying[i].stamp <= dying)
+                d->dying[i].done = true;
     }
 }
 
@@ -255,10 +257,10 @@ void ca_wait_all(ca_arena *a, ca_device *d)
     if (d->fence_tail)
         for (int i = 0; i < d->fence_tail->nev; i++)
             evs[k++] = d->fence_tail->ev[i];
-    ca_lock_release(&d->lock);
+    ca_window_begin(d);
     for (int i = 0; i < k; i++)
         a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
-    ca_lock_acquire(&d->lock);
+    ca_window_end(d);
     free(evs);
     ca_fence_poll(a, d);
     ca_pools_poll(a, d);

@@ -83,6 +83,7 @@ typedef struct ca_fence {
 /* A destroyed stream whose last work may still run: its final event. */
 typedef struct ca_dying {
     ca_event_t ev;
+    uint64_t stamp;           /* order of destruction: what a device sync covers */
     bool done;
 } ca_dying;
 
@@ -92,6 +93,7 @@ typedef struct ca_device {
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
     uint32_t switching;       /* the one-time device synchronization runs (a futex word) */
+    uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
     uint64_t limit;           /* effective CACHEALLOC_LIMIT in bytes, 0 none */
     uint64_t release_threshold;
     ca_map live;              /* allocated blocks by address                 */
@@ -112,6 +114,7 @@ typedef struct ca_device {
     int nstreams, cap_streams;
     ca_dying *dying;
     int ndying, cap_dying;
+    uint64_t dying_stamp;
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
     ca_block *spare;          /* recycled block structs                      */
@@ -131,6 +134,18 @@ struct ca_arena {
 /* arena.c */
 ca_device *ca_device_get(ca_arena *a, int dev);
 void ca_wait_switch(ca_device *d);
+
+/* Drop the device lock around a blocking backend call. A device reset waits until no thread
+ * is inside such a window, so the pools and detached segments a window holds stay valid. */
+static inline void ca_window_begin(ca_device *d)
+{
+    d->windows++;
+    ca_lock_release(&d->lock);
+}
+
+/* Take the lock back after a window, first waiting out a mode switch that began meanwhile
+ * (blocks freed before it are not safe until its device synchronization returned). */
+void ca_window_end(ca_device *d);
 static inline ca_device *ca_device_peek(ca_arena *a, int dev)
 {
     if (dev < 0 || dev >= CA_MAX_DEVICES)
@@ -149,7 +164,7 @@ bool ca_is_small(size_t rounded);
 ca_block *ca_block_new(ca_device *d);
 void ca_block_recycle(ca_device *d, ca_block *b);
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, ca_block **out);
+                         bool pinned, ca_block **out, bool *driver_failed);
 void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg);
 void ca_segment_release(ca_arena *a, int dev, ca_segment *seg);
 void ca_segment_forget(ca_device *d, ca_segment *seg);

@@ -95,21 +95,27 @@ ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr)
     return addr < s->base + s->size ? s : NULL;
 }
 
-static int seg_insert(ca_device *d, ca_segment *s)
+/* Room for one more segment, made before the driver is asked: a segment the arena could not
+ * record would have to go back under the lock. */
+static int seg_reserve(ca_device *d)
 {
-    if (d->nsegs == d->cap_segs) {
-        int ncap = d->cap_segs ? d->cap_segs * 2 : 16;
-        ca_segment **n = realloc(d->segs, (size_t)ncap * sizeof *n);
-        if (!n)
-            return -1;
-        d->segs = n;
-        d->cap_segs = ncap;
-    }
+    if (d->nsegs < d->cap_segs)
+        return 0;
+    int ncap = d->cap_segs ? d->cap_segs * 2 : 16;
+    ca_segment **n = realloc(d->segs, (size_t)ncap * sizeof *n);
+    if (!n)
+        return -1;
+    d->segs = n;
+    d->cap_segs = ncap;
+    return 0;
+}
+
+static void seg_insert(ca_device *d, ca_segment *s)
+{
     int at = seg_index(d, s->base) + 1;
     memmove(&d->segs[at + 1], &d->segs[at], (size_t)(d->nsegs - at) * sizeof *d->segs);
     d->segs[at] = s;
     d->nsegs++;
-    return 0;
 }
 
 static void seg_remove(ca_device *d, ca_segment *s)
@@ -130,11 +136,11 @@ static void note_peaks(ca_dev_stats *st)
 }
 
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, ca_block **out)
+                         bool pinned, ca_block **out, bool *driver_failed)
 {
     ca_segment *seg = calloc(1, sizeof *seg);
     ca_block *b = ca_block_new(d);
-    if (!seg || !b) {
+    if (!seg || !b || seg_reserve(d) != 0) {
         free(seg);
         if (b)
             ca_block_recycle(d, b);
@@ -144,9 +150,11 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     d->st.driver_alloc_calls++;
     int rc = a->be.alloc(a->be.ctx, d->id, size, &ptr);
     if (rc != CA_OK || !ptr) {
+        /* Whatever the code, the runtime recorded it as its last error. */
+        *driver_failed = true;
         free(seg);
         ca_block_recycle(d, b);
-        return rc == CA_OK ? CA_ERR_BACKEND : (ca_status)rc;
+        return rc == CA_OK || rc != CA_ERR_OOM ? CA_ERR_BACKEND : CA_ERR_OOM;
     }
     seg->base = (uintptr_t)ptr;
     seg->size = size;
@@ -154,12 +162,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->small = small;
     seg->pinned = pinned;
     seg->first = b;
-    if (seg_insert(d, seg) != 0) {
-        a->be.release(a->be.ctx, d->id, ptr);
-        free(seg);
-        ca_block_recycle(d, b);
-        return CA_ERR_OOM;
-    }
+    seg_insert(d, seg);
     b->addr = seg->base;
     b->size = size;
     b->seg = seg;

@@ -176,8 +176,31 @@ static int f_event_create(void *ctx, int d, ca_event_t *out) { LOCKED(f_event_cr
 static int f_event_destroy(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_destroy_unlocked(ctx, d, ev)); }
 static int f_event_record(void *ctx, int d, ca_event_t ev, ca_stream_t s) { LOCKED(f_event_record_unlocked(ctx, d, ev, s)); }
 static int f_event_query(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_query_unlocked(ctx, d, ev)); }
-static int f_event_sync(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_sync_unlocked(ctx, d, ev)); }
-static int f_device_sync(void *ctx, int d) { LOCKED(f_device_sync_unlocked(ctx, d)); }
+static void run_hook(void (**hook)(void))
+{
+    void (*h)(void) = *hook;
+    *hook = NULL;
+    if (h)
+        h();
+}
+
+static int f_event_sync(void *ctx, int d, ca_event_t ev)
+{
+    pthread_mutex_lock(&fake_lock);
+    int rc = f_event_sync_unlocked(ctx, d, ev);
+    pthread_mutex_unlock(&fake_lock);
+    run_hook(&((fake_device *)ctx)->on_event_sync);
+    return rc;
+}
+
+static int f_device_sync(void *ctx, int d)
+{
+    pthread_mutex_lock(&fake_lock);
+    int rc = f_device_sync_unlocked(ctx, d);
+    pthread_mutex_unlock(&fake_lock);
+    run_hook(&((fake_device *)ctx)->on_device_sync);
+    return rc;
+}
 static int f_mem_info(void *ctx, int d, size_t *fr, size_t *total) { LOCKED(f_mem_info_unlocked(ctx, d, fr, total)); }
 
 static void f_clear(void *ctx) { ((fake_device *)ctx)->clears++; }

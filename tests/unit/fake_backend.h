@@ -38,6 +38,10 @@ typedef struct fake_device {
     fake_queue streams[FAKE_MAX_STREAMS];
     int nstreams;
     fake_event events[FAKE_MAX_EVENTS];
+    /* Run once, right after the next event or device synchronization, outside the fake's lock:
+     * they stand in for another thread acting while the arena waits with its lock dropped. */
+    void (*on_event_sync)(void);
+    void (*on_device_sync)(void);
 } fake_device;
 
 /* Fill be with a backend over dev (one fake device for every device id). */
