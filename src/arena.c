@@ -271,21 +271,35 @@ static bool within_limit(const ca_device *d, size_t more)
     return !d->limit || d->st.reserved_bytes + more <= d->limit;
 }
 
-/* Ladder step 4: a new segment, unless the limit forbids it. */
+/* Ladder step 4: a new segment, unless the limit forbids it. *full says the device (or the
+ * limit) had no room; *driver_failed that the runtime recorded an error to clear. */
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
-                      bool *driver_failed)
+                      bool *full, bool *driver_failed)
 {
     size_t seg = ca_segment_size(&a->cfg, rounded);
-    /* The limit may leave room for the request but not for the usual segment around it. */
+    /* The limit or the device may leave room for the request but not for its usual segment. */
     if (!within_limit(d, seg) && within_limit(d, rounded))
         seg = rounded;
-    if (!within_limit(d, seg))
+    if (!within_limit(d, seg)) {
+        *full = true;
         return NULL;
+    }
+    /* Asking the driver for more than it has would leave an error in the runtime that a later
+     * success has to clear, and that could hide an earlier error the program has not read. */
+    size_t fr = 0, total = 0;
+    if (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK && fr < seg) {
+        if (fr < rounded) {
+            *full = true;
+            return NULL;
+        }
+        seg = rounded;
+    }
     ca_block *b = NULL;
     ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b, driver_failed);
-    /* The device may still hold the request itself, just not the segment around it. */
     if (rc != CA_OK && *driver_failed && seg > rounded)
         rc = ca_segment_new(a, d, p, rounded, small, false, &b, driver_failed);
+    if (rc != CA_OK && *driver_failed)
+        *full = true;
     return rc == CA_OK ? b : NULL;
 }
 
@@ -302,7 +316,7 @@ static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
 
 /* The out-of-memory ladder of docs/arena.md; the pool is searched again after every step. */
 static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
-                              bool *hit, bool *driver_failed)
+                              bool *hit, bool *full, bool *driver_failed)
 {
     ca_block *b = pool_find(a, p, rounded, small);
     if (b)
@@ -313,7 +327,7 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     }
     if ((b = search_again(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
-    if ((b = grow(a, d, p, rounded, small, driver_failed)) != NULL)
+    if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL)
         return b;
     if (ca_fencing(a, d)) {
         ca_wait_all(a, d);
@@ -333,7 +347,7 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     /* Others may have freed or released meanwhile, even when this step gave nothing back. */
     if ((b = search_again(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
-    return grow(a, d, p, rounded, small, driver_failed);
+    return grow(a, d, p, rounded, small, full, driver_failed);
 }
 
 static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
@@ -385,7 +399,7 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     ca_lock_acquire(&d->lock);
     if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
-    bool hit = false, driver_failed = false;
+    bool hit = false, full = false, driver_failed = false;
     if (!d->ready)
         device_ready(a, d, &driver_failed);
     d->st.alloc_calls++;
@@ -412,7 +426,8 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
                 hit = true;
             } else {
                 ca_pool_consolidate(d, p);
-                b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &driver_failed);
+                b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &full,
+                                 &driver_failed);
                 if (b)
                     b = ca_block_take(a, d, b, rounded);
                 else
@@ -437,8 +452,8 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     d->st.requested_bytes += size;
     if (hit)
         d->st.cache_hits++;
-    if (driver_failed)
-        d->st.oom_recoveries++;
+    if (full || driver_failed)
+        d->st.oom_recoveries++; /* the device said no at some step; a later one won */
     if (a->hooks) {
         if (a->cfg.record_alloc_times || depth > 0)
             note_origin(a, b, frames, depth);

@@ -88,6 +88,7 @@ bool ca_fence_record(ca_arena *a, ca_device *d)
         return false;
     f->next = NULL;
     f->max_seq = d->unfenced_max_seq;
+    f->dying_upto = d->dying_stamp;
     f->nev = 0;
     /* The legacy stream's event also covers every blocking stream, per-thread ones included.
      * A fence missing one stream would complete too early: all events or no fence. */
@@ -113,20 +114,25 @@ bool ca_fence_record(ca_arena *a, ca_device *d)
     return true;
 }
 
-/* A destroyed stream's last work must be over before fences alone can be trusted. */
-static bool dying_done(ca_arena *a, ca_device *d)
+/* A fence recorded after a stream was destroyed has no event on it: it can be trusted only
+ * once that stream's last event completed. Drops the entries that completed; true when every
+ * stream destroyed up to stamp upto is done. */
+static bool dying_done(ca_arena *a, ca_device *d, uint64_t upto)
 {
+    bool all = true;
     int kept = 0;
     for (int i = 0; i < d->ndying; i++) {
         ca_dying *x = &d->dying[i];
-        if (!x->done && a->be.event_query(a->be.ctx, d->id, x->ev) == 0) {
-            d->dying[kept++] = *x;
+        if (x->done || a->be.event_query(a->be.ctx, d->id, x->ev) != 0) {
+            ca_event_put(d, x->ev);
             continue;
         }
-        ca_event_put(d, x->ev);
+        if (x->stamp <= upto)
+            all = false;
+        d->dying[kept++] = *x;
     }
     d->ndying = kept;
-    return kept == 0;
+    return all;
 }
 
 static void fence_pop(ca_device *d)
@@ -143,10 +149,10 @@ static void fence_pop(ca_device *d)
 bool ca_fence_poll(ca_arena *a, ca_device *d)
 {
     bool any = false;
-    if (!dying_done(a, d))
-        return false;
     while (d->fence_head) {
         ca_fence *f = d->fence_head;
+        if (!dying_done(a, d, f->dying_upto))
+            return any;
         for (; f->nev > 0; f->nev--) {
             if (a->be.event_query(a->be.ctx, d->id, f->ev[f->nev - 1]) == 0)
                 return any;
@@ -176,10 +182,33 @@ static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
     }
 }
 
+/* A destroyed stream's pool that owns no segment any more is forgotten, so that programs
+ * creating and destroying streams in a loop do not grow the list every search walks. Never
+ * while a thread is in an unlocked window: it may hold the pool. */
+static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
+{
+    if (!p->dead || p->nsegs > 0 || d->windows > 0)
+        return false;
+    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) == 0)
+        return false; /* its event is still queued: keep the handle out of reuse */
+    if (p->ev)
+        ca_event_put(d, p->ev);
+    if (d->last_pool == p)
+        d->last_pool = NULL;
+    free(p);
+    return true;
+}
+
 void ca_pools_poll(ca_arena *a, ca_device *d)
 {
-    for (int i = 0; i < d->npools; i++)
-        pool_poll(a, d, d->pools[i]);
+    int kept = 0;
+    for (int i = 0; i < d->npools; i++) {
+        ca_pool *p = d->pools[i];
+        pool_poll(a, d, p);
+        if (!pool_drop(a, d, p))
+            d->pools[kept++] = p;
+    }
+    d->npools = kept;
 }
 
 void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p)

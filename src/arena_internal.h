@@ -70,12 +70,14 @@ struct ca_pool {
     ca_event_t ev;
     uint64_t ev_seq;
     bool ev_inflight;
+    int nsegs;                /* segments it owns: a dead pool with none is dropped */
 };
 
 /* A fence: events on every live stream of a device, covering a batch of plain frees. */
 typedef struct ca_fence {
     struct ca_fence *next;
     uint64_t max_seq;         /* covers pending blocks with free_seq <= max_seq */
+    uint64_t dying_upto;      /* streams destroyed before it (not in its events) */
     int nev;
     ca_event_t ev[];          /* nev events                                  */
 } ca_fence;

@@ -159,6 +159,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->base = (uintptr_t)ptr;
     seg->size = size;
     seg->pool = pool;
+    pool->nsegs++;
     seg->small = small;
     seg->pinned = pinned;
     seg->first = b;
@@ -189,6 +190,7 @@ void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
     }
     whole_del(d, seg);
     seg_remove(d, seg);
+    seg->pool->nsegs--;
     d->st.reserved_bytes -= seg->size;
     d->st.segments--;
     ca_block_recycle(d, b);
@@ -220,7 +222,9 @@ void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to)
     (void)d;
     ca_block *b = seg->first;
     ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
+    seg->pool->nsegs--;
     seg->pool = to;
+    to->nsegs++;
     ca_bins_insert(ca_pool_bins(to, seg->small), b);
 }
 

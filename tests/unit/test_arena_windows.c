@@ -219,6 +219,32 @@ static void test_reset_waits_for_unlocked_window(void **state)
     stop();
 }
 
+/* Streams created and destroyed in a loop: each destroyed stream's last work gates only the
+ * fences recorded after it, so memory keeps coming back and the cache does not grow. */
+static void test_stream_churn_stays_bounded(void **state)
+{
+    (void)state;
+    start(1ull << 30, 0);
+    ca_stream_t prev = NULL;
+    for (uintptr_t i = 1; i <= 2000; i++) {
+        ca_stream_t s = (ca_stream_t)(0x100000 + i * 0x100);
+        ca_stream_created(A, 0, s, 1);
+        void *p = must(4096, s, CA_API_ASYNC);
+        fake_work(&dev, s);
+        assert_int_equal(ca_free(A, p, s, CA_API_ASYNC, NULL), CA_OK);
+        ca_stream_destroyed(A, 0, s);
+        if (prev)
+            fake_complete(&dev, prev); /* the previous stream's work finishes meanwhile */
+        fake_complete(&dev, NULL);
+        prev = s;
+    }
+    ca_dev_stats st;
+    ca_get_stats(A, 0, &st);
+    assert_true(st.driver_alloc_calls <= 4);
+    assert_true(st.reserved_bytes <= 8 * MiB);
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_free_during_wait_is_found),
         cmocka_unit_test(test_failed_prealloc_clears_error),
         cmocka_unit_test(test_reset_waits_for_unlocked_window),
+        cmocka_unit_test(test_stream_churn_stays_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
