@@ -70,9 +70,14 @@ static int be_event_destroy(void *ctx, int dev, ca_event_t ev)
     return to_status(rt, e);
 }
 
+/* The arena records events on every pool of a device from whichever thread calls it; the
+ * runtime's per-thread handle would name the caller's own stream, not the pool's. Such a call
+ * fails, as the arena expects for a stream the calling thread cannot name. */
 static int be_event_record(void *ctx, int dev, ca_event_t ev, ca_stream_t s)
 {
     ca_runtime *rt = ctx;
+    if (!ca_stream_nameable(s))
+        return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
     ca_rt_err e = rt->fn.event_record(ev, ca_stream_handle(rt, s));
     leave_device(rt, prev);
@@ -102,6 +107,8 @@ static int be_event_synchronize(void *ctx, int dev, ca_event_t ev)
 static int be_stream_wait_event(void *ctx, int dev, ca_stream_t s, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
+    if (!ca_stream_nameable(s))
+        return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
     ca_rt_err e = rt->fn.stream_wait_event(ca_stream_handle(rt, s), ev, 0);
     leave_device(rt, prev);

@@ -33,12 +33,12 @@ static const ca_rt_sym cuda_syms[] = {
     SYM(stream_create_with_flags, "cudaStreamCreateWithFlags", 1),
     SYM(stream_create_with_priority, "cudaStreamCreateWithPriority", 1),
     SYM(stream_destroy, "cudaStreamDestroy", 1),
+    SYM(stream_get_flags, "cudaStreamGetFlags", 0),
     {0, NULL, 0},
 };
 
 static ca_runtime cuda_rt = {
     .api = "cuda",
-    .lib_prefix = "libcudart.so",
     .syms = cuda_syms,
     .codes = {
         .success = CUABI_SUCCESS,

@@ -56,6 +56,7 @@ typedef struct CUevent_st *cuabi_event_t;
     X(cudaEventSynchronize, (cuabi_event_t event))                                            \
     X(cudaEventDestroy, (cuabi_event_t event))                                                \
     X(cudaStreamWaitEvent, (cuabi_stream_t stream, cuabi_event_t event, unsigned int flags))  \
+    X(cudaStreamGetFlags, (cuabi_stream_t hStream, unsigned int *flags))                      \
     X(cudaGetLastError, (void))
 
 #endif

@@ -65,7 +65,7 @@ static ca_rt_err async_alloc_failed(ca_runtime *rt, ca_status st, void **ptr, si
 ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, malloc, (ptr, size));
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
     int dev = -1;
@@ -87,7 +87,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, free, (ptr));
     if (ptr == NULL)
         return rt->fn.free(ptr); /* programs create their context this way */
     int dev = -1;
@@ -106,7 +106,8 @@ ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return ptsz ? CA_CLOSED(rt, malloc_async_ptsz, (ptr, size, stream))
+                    : CA_CLOSED(rt, malloc_async, (ptr, size, stream));
     ca_rt_err (*real)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
     if (real == NULL)
         return rt->codes.not_initialized;
@@ -118,7 +119,10 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
         return e;
     if (!usable_device(dev))
         return real(ptr, size, stream);
-    ca_stream_t key = ca_stream_key(rt, stream, ptsz, &dev);
+    ca_stream_t key;
+    /* A handle that names no stream: the runtime answers with its own code and last error. */
+    if (ca_stream_key(rt, stream, ptsz, &dev, &key) != rt->codes.success)
+        return real(ptr, size, stream);
     ca_stats_ensure(rt);
     void *p = NULL;
     ca_status st = ca_malloc(rt->arena, dev, size, key, CA_API_ASYNC, &p);
@@ -129,35 +133,63 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
     return async_alloc_failed(rt, st, ptr, size, stream, ptsz);
 }
 
+/* The answer to a free the arena refused (interior pointer, double free): the runtime's own. */
+static ca_rt_err rejected_free_async(ca_runtime *rt, ca_rt_err (*real)(void *, void *),
+                                     void *stream)
+{
+    ca_rt_err e = real(&not_a_device_pointer, stream);
+    return e != rt->codes.success ? e : rt->codes.invalid_value;
+}
+
 ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return ptsz ? CA_CLOSED(rt, free_async_ptsz, (ptr, stream))
+                    : CA_CLOSED(rt, free_async, (ptr, stream));
     ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
     if (real == NULL)
         return rt->codes.not_initialized;
     if (ptr == NULL)
         return real(ptr, stream);
+    int bdev;
+    size_t bsize;
+    if (!ca_lookup(rt->arena, ptr, &bdev, &bsize)) {
+        /* Not a live block: the stream is not the cache's business. The arena still tells a
+         * foreign pointer from one of its own freed twice, which must never reach the real
+         * free (it may start one of the cache's segments). */
+        int dev = -1;
+        switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_ASYNC, &dev)) {
+        case CA_ERR_NOT_OURS:
+            return real(ptr, stream);
+        case CA_OK: /* made live meanwhile by another thread: the program's own race */
+            return rt->codes.success;
+        default:
+            return rejected_free_async(rt, real, stream);
+        }
+    }
     int dev = -1;
     if (rt->fn.get_device(&dev) != rt->codes.success)
-        dev = 0;
+        dev = bdev;
     /* The per-thread stream is told to the arena per device: use the block's own device. */
-    if (stream == rt->per_thread_stream || (stream == NULL && ptsz)) {
-        int bdev;
-        size_t bsize;
-        if (ca_lookup(rt->arena, ptr, &bdev, &bsize))
-            dev = bdev;
+    if (stream == rt->per_thread_stream || (stream == NULL && ptsz))
+        dev = bdev;
+    ca_stream_t key = CA_STREAM_LEGACY;
+    if (usable_device(dev)) {
+        /* A handle that names no stream: the block stays the program's, as with the real
+         * runtime, and the program gets the runtime's own code (and last error) for that
+         * handle. The block itself is not forwarded: it lies inside one of the cache's
+         * segments. */
+        ca_rt_err e = ca_stream_key(rt, stream, ptsz, &dev, &key);
+        if (e != rt->codes.success)
+            return e;
     }
-    ca_stream_t key = usable_device(dev) ? ca_stream_key(rt, stream, ptsz, &dev) : CA_STREAM_LEGACY;
     switch (ca_free(rt->arena, ptr, key, CA_API_ASYNC, &dev)) {
     case CA_OK:
         return rt->codes.success;
     case CA_ERR_NOT_OURS:
         return real(ptr, stream);
-    default: {
-        ca_rt_err e = real(&not_a_device_pointer, stream);
-        return e != rt->codes.success ? e : rt->codes.invalid_value;
-    }
+    default:
+        return rejected_free_async(rt, real, stream);
     }
 }
 
@@ -165,7 +197,7 @@ ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size
                                          unsigned flags, unsigned default_flags)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, ext_malloc_with_flags, (ptr, size, flags));
     if (rt->fn.ext_malloc_with_flags == NULL)
         return rt->codes.not_initialized;
     /* Fine-grained, uncached and other special memory is not the cache's business. */
@@ -174,19 +206,42 @@ ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size
     return ca_front_malloc(rt, ptr, size);
 }
 
+/* CACHEALLOC_LIMIT in bytes for a device of total bytes; 0: no limit. The arena computes a
+ * percentage the same way. */
+static uint64_t limit_of(uint64_t total)
+{
+    const ca_options *o = ca_shim_options();
+    return o->limit_percent ? total / 100 * o->limit_percent : o->limit_bytes;
+}
+
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, mem_get_info, (free_bytes, total_bytes));
     ca_rt_err e = rt->fn.mem_get_info(free_bytes, total_bytes);
     int dev = -1;
     if (e != rt->codes.success || free_bytes == NULL ||
         rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
         return e;
+    size_t total = 0, unused;
+    if (total_bytes != NULL)
+        total = *total_bytes;
+    else if (rt->fn.mem_get_info(&unused, &total) != rt->codes.success)
+        return e;
     /* Cached blocks are free memory to the program: it can allocate them. */
-    uint64_t f = (uint64_t)*free_bytes + ca_reusable_bytes(rt->arena, dev);
-    if (total_bytes != NULL && f > *total_bytes)
-        f = *total_bytes;
+    uint64_t reusable = ca_reusable_bytes(rt->arena, dev);
+    uint64_t f = (uint64_t)*free_bytes + reusable;
+    /* Under CACHEALLOC_LIMIT the cache can grow by the room left under the limit only. */
+    uint64_t limit = limit_of(total);
+    if (limit != 0) {
+        ca_dev_stats st;
+        uint64_t reserved = ca_get_stats(rt->arena, dev, &st) ? st.reserved_bytes : 0;
+        uint64_t room = (limit > reserved ? limit - reserved : 0) + reusable;
+        if (room < f)
+            f = room;
+    }
+    if (f > total)
+        f = total;
     *free_bytes = (size_t)f;
     return e;
 }
@@ -194,7 +249,7 @@ ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *tota
 ca_rt_err ca_front_device_reset(ca_runtime *rt)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, device_reset, ());
     int dev = -1;
     int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
     ca_rt_err e = rt->fn.device_reset();
@@ -208,7 +263,7 @@ ca_rt_err ca_front_device_reset(ca_runtime *rt)
 ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, device_synchronize, ());
     int dev = -1;
     if (rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
         return rt->fn.device_synchronize();
@@ -222,8 +277,16 @@ ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **stream,
                                  unsigned flags, int priority)
 {
-    if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+    if (ca_door_open(rt) != 0) {
+        switch (ctor) {
+        case CA_CTOR_PLAIN:
+            return CA_CLOSED(rt, stream_create, (stream));
+        case CA_CTOR_FLAGS:
+            return CA_CLOSED(rt, stream_create_with_flags, (stream, flags));
+        default:
+            return CA_CLOSED(rt, stream_create_with_priority, (stream, flags, priority));
+        }
+    }
     ca_rt_err e;
     switch (ctor) {
     case CA_CTOR_PLAIN:
@@ -247,7 +310,7 @@ ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **str
 ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
 {
     if (ca_door_open(rt) != 0)
-        return rt->codes.not_initialized;
+        return CA_CLOSED(rt, stream_destroy, (stream));
     /* The arena records the stream's last event before the stream goes away. */
     ca_stream_unregister(rt, stream);
     return rt->fn.stream_destroy(stream);

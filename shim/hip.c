@@ -31,12 +31,12 @@ static const ca_rt_sym hip_syms[] = {
     SYM(stream_create_with_flags, "hipStreamCreateWithFlags", 1),
     SYM(stream_create_with_priority, "hipStreamCreateWithPriority", 1),
     SYM(stream_destroy, "hipStreamDestroy", 1),
+    SYM(stream_get_flags, "hipStreamGetFlags", 0),
     {0, NULL, 0},
 };
 
 static ca_runtime hip_rt = {
     .api = "hip",
-    .lib_prefix = "libamdhip64.so",
     .syms = hip_syms,
     .codes = {
         .success = HIPABI_SUCCESS,

@@ -51,6 +51,7 @@ typedef struct ihipEvent_t *hipabi_event_t;
     X(hipEventSynchronize, (hipabi_event_t event))                                            \
     X(hipEventDestroy, (hipabi_event_t event))                                                \
     X(hipStreamWaitEvent, (hipabi_stream_t stream, hipabi_event_t event, unsigned int flags)) \
+    X(hipStreamGetFlags, (hipabi_stream_t stream, unsigned int *flags))                       \
     X(hipGetLastError, (void))
 
 #endif

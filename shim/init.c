@@ -19,7 +19,9 @@ static ca_options opts;
 static ca_config config;
 static ca_trace *trace;
 
-static ca_runtime *_Atomic slots[CA_RT_SLOTS];
+static ca_runtime *_Atomic slots[CA_RT_SLOTS];   /* runtimes whose arena is ready    */
+static ca_runtime *_Atomic opened[CA_RT_SLOTS];  /* runtimes the program ever called */
+static atomic_int absent_said[CA_RT_SLOTS];
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stats_tried;
@@ -27,6 +29,14 @@ static ca_stats_source stats_src;
 
 static void after_fork_child(void)
 {
+    /* Another thread may have held a lock at fork; it does not exist in the child. */
+    for (int i = 0; i < CA_RT_SLOTS; i++) {
+        ca_runtime *rt = atomic_load(&opened[i]);
+        if (rt != NULL) {
+            pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+            rt->init_lock = fresh;
+        }
+    }
     for (int i = 0; i < CA_RT_SLOTS; i++) {
         ca_runtime *rt = atomic_load(&slots[i]);
         if (rt != NULL)
@@ -74,27 +84,55 @@ static void load_options(void)
 
 const ca_options *ca_shim_options(void)
 {
+    pthread_once(&options_once, load_options);
     return &opts;
+}
+
+/* Under rt->init_lock: find the runtime and make the arena, or say why not. */
+static void open_runtime(ca_runtime *rt)
+{
+    switch (ca_real_resolve(rt)) {
+    case CA_REAL_OK: {
+        ca_backend be;
+        ca_backend_make(rt, &be);
+        rt->arena = ca_arena_create(&be, &config);
+        if (rt->arena != NULL) {
+            atomic_store(&slots[rt->slot], rt);
+            atomic_store_explicit(&rt->ready, 1, memory_order_release);
+            return;
+        }
+        atomic_store_explicit(&rt->passthrough, 1, memory_order_release);
+        if (opts.verbose)
+            fprintf(stderr, "cachealloc: no memory for the %s cache; calls pass through "
+                            "uncached\n", rt->api);
+        return;
+    }
+    case CA_REAL_INCOMPLETE:
+        atomic_store_explicit(&rt->passthrough, 1, memory_order_release);
+        if (opts.verbose)
+            fprintf(stderr, "cachealloc: the loaded %s runtime lacks a function the cache "
+                            "needs; calls pass through uncached\n", rt->api);
+        return;
+    default:
+        /* Nothing to pass a call to: it fails, and is tried again at the next call (the
+         * runtime may be loaded later). */
+        if (opts.verbose && !atomic_exchange(&absent_said[rt->slot], 1))
+            fprintf(stderr, "cachealloc: no loaded library defines %s: %s calls fail with "
+                            "error %u until the %s runtime is loaded\n", rt->syms[0].name,
+                    rt->api, rt->codes.not_initialized, rt->api);
+        return;
+    }
 }
 
 static int door_open_slow(ca_runtime *rt)
 {
+    if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
+        return -1;
+    atomic_store(&opened[rt->slot], rt);
     pthread_once(&options_once, load_options);
     pthread_mutex_lock(&rt->init_lock);
-    if (!atomic_load(&rt->ready)) {
-        if (ca_real_resolve(rt) == 0) {
-            ca_backend be;
-            ca_backend_make(rt, &be);
-            rt->arena = ca_arena_create(&be, &config);
-            if (rt->arena != NULL) {
-                atomic_store(&slots[rt->slot], rt);
-                atomic_store_explicit(&rt->ready, 1, memory_order_release);
-            }
-        } else if (opts.verbose) {
-            fprintf(stderr, "cachealloc: the %s runtime's functions were not found; calls pass "
-                            "through uncached\n", rt->api);
-        }
-    }
+    if (!atomic_load(&rt->ready) && !atomic_load(&rt->passthrough))
+        open_runtime(rt);
     int ok = atomic_load(&rt->ready);
     pthread_mutex_unlock(&rt->init_lock);
     return ok ? 0 : -1;

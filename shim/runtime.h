@@ -43,6 +43,7 @@ typedef struct ca_rt_fns {
     ca_rt_err (*stream_create_with_flags)(void **stream, unsigned flags);
     ca_rt_err (*stream_create_with_priority)(void **stream, unsigned flags, int priority);
     ca_rt_err (*stream_destroy)(void *stream);
+    ca_rt_err (*stream_get_flags)(void *stream, unsigned *flags);
     /* Optional: CUDA's per-thread-default-stream forms, HIP's flagged allocation. */
     ca_rt_err (*malloc_async_ptsz)(void **ptr, size_t size, void *stream);
     ca_rt_err (*free_async_ptsz)(void *ptr, void *stream);
@@ -69,8 +70,8 @@ typedef struct ca_rt_codes {
 typedef struct ca_runtime {
     /* Constant description, filled by cuda.c / hip.c. */
     const char *api;             /* "cuda" or "hip": the stats segment's API name          */
-    const char *lib_prefix;      /* soname prefix of the real library: "libcudart.so"      */
-    const ca_rt_sym *syms;       /* terminated by a NULL name                              */
+    const ca_rt_sym *syms;       /* terminated by a NULL name; syms[0], the allocation
+                                  * function, identifies the runtime's object              */
     ca_rt_codes codes;
     void *legacy_stream;         /* handle meaning the legacy default stream to the runtime */
     void *per_thread_stream;     /* handle meaning the calling thread's default stream      */
@@ -82,6 +83,9 @@ typedef struct ca_runtime {
     ca_rt_fns fn;
     ca_arena *arena;
     atomic_int ready;            /* 1 once fn and arena are usable                          */
+    atomic_int passthrough;      /* 1: the runtime lacks a required function (or the arena
+                                  * could not be made): fn holds what was found, calls go
+                                  * straight to it, uncached                                */
     pthread_mutex_t init_lock;
 } ca_runtime;
 

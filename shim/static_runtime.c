@@ -13,6 +13,7 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -29,6 +30,40 @@ static const char static_marker[] = "CUDA driver version is insufficient for CUD
 
 static _Atomic(dlopen_fn) real_dlopen;
 static atomic_int warned;
+
+/* Objects already looked at that get no line: their file is not mapped and scanned again at
+ * the next dlopen of the driver. Lock-free (a dlopen may come from any thread, or from a
+ * forked child); entries are never removed, and when the table is full objects are looked at
+ * again, which is only slower. */
+#define SILENT_MAX 32
+static char *_Atomic silent[SILENT_MAX];
+
+static int is_silent(const char *path)
+{
+    for (int i = 0; i < SILENT_MAX; i++) {
+        const char *p = atomic_load_explicit(&silent[i], memory_order_acquire);
+        if (p == NULL)
+            return 0;
+        if (strcmp(p, path) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void remember_silent(const char *path)
+{
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return;
+    for (int i = 0; i < SILENT_MAX; i++) {
+        char *expected = NULL;
+        if (atomic_compare_exchange_strong(&silent[i], &expected, copy))
+            return;
+        if (strcmp(expected, path) == 0)
+            break; /* another thread remembered it first */
+    }
+    free(copy);
+}
 
 static int starts_with(const char *s, const char *prefix)
 {
@@ -78,13 +113,15 @@ static __attribute__((noinline)) void check_driver_load(const void *caller)
     const char *path = is_main ? "/proc/self/exe" : lm->l_name;
     if (path == NULL || path[0] == '\0' || starts_with(base_name(path), "libcudart.so"))
         return;
-    if (!file_has_marker(path))
+    if (is_silent(path))
         return;
     /* A shared library with its own static runtime (NVIDIA's math libraries) only matters to
      * those who ask; a program built with nvcc's default is what users trip over. */
     const ca_options *o = ca_shim_options();
-    if (!is_main && !(o != NULL && o->verbose))
+    if (!file_has_marker(path) || (!is_main && !(o != NULL && o->verbose))) {
+        remember_silent(path);
         return;
+    }
     if (atomic_exchange(&warned, 1))
         return;
     char exe[4096];

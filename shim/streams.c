@@ -92,15 +92,16 @@ static void known_del_at(size_t i)
     }
 }
 
-/* Per-thread default stream keys. The epoch invalidates every thread's "seen" masks at once
- * (device reset, fork) without touching other threads' storage. */
+/* Per-thread default stream keys. A device's epoch invalidates every thread's "seen" bit for
+ * that device at once (device reset; every device at fork) without touching other threads'
+ * storage, and leaves the other devices' bits valid. */
 static atomic_uint_fast64_t next_thread_id = 1;
-static atomic_uint stream_epoch;
+static atomic_uint dev_epoch[CA_MAX_DEVICES];
 
 struct per_thread {
-    uint64_t id;                  /* 0: no key yet */
-    unsigned epoch;
-    uint64_t seen[CA_RT_SLOTS];   /* devices where the arena was told about this key */
+    uint64_t id;                      /* 0: no key yet */
+    uint64_t seen[CA_RT_SLOTS];       /* devices where the arena was told about this key */
+    unsigned epoch[CA_MAX_DEVICES];   /* dev_epoch[dev] when the seen bits of dev were set */
 };
 static _Thread_local struct per_thread tl;
 
@@ -113,18 +114,19 @@ static ca_stream_t thread_key(void)
 }
 
 /* At thread exit its per-thread stream is gone for good: hand its pool to the device, as for
- * a destroyed stream, so that a later thread never reuses its blocks without an event. */
+ * a destroyed stream, so that a later thread never reuses its blocks without an event. A
+ * device reset since the thread's last use of a device made the arena forget that device's
+ * pools already. */
 static void thread_exit(void *unused)
 {
     (void)unused;
-    if (tl.epoch != atomic_load(&stream_epoch))
-        return;
     for (int slot = 0; slot < CA_RT_SLOTS; slot++) {
         ca_runtime *rt = ca_runtime_by_slot(slot);
         if (rt == NULL || !atomic_load_explicit(&rt->ready, memory_order_acquire))
             continue;
         for (int dev = 0; dev < CA_MAX_DEVICES; dev++)
-            if (tl.seen[slot] & (UINT64_C(1) << dev))
+            if ((tl.seen[slot] & (UINT64_C(1) << dev)) &&
+                tl.epoch[dev] == atomic_load(&dev_epoch[dev]))
                 ca_stream_destroyed(rt->arena, dev, thread_key());
         tl.seen[slot] = 0;
     }
@@ -138,19 +140,19 @@ static void make_exit_key(void)
 
 static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
 {
-    unsigned epoch = atomic_load(&stream_epoch);
     if (tl.id == 0) {
         tl.id = atomic_fetch_add(&next_thread_id, 1);
         pthread_once(&exit_key_once, make_exit_key);
         if (exit_key != (pthread_key_t)-1)
             pthread_setspecific(exit_key, &tl);
     }
-    if (tl.epoch != epoch) {
-        for (int s = 0; s < CA_RT_SLOTS; s++)
-            tl.seen[s] = 0;
-        tl.epoch = epoch;
-    }
     uint64_t bit = UINT64_C(1) << dev;
+    unsigned epoch = atomic_load(&dev_epoch[dev]);
+    if (tl.epoch[dev] != epoch) {
+        for (int s = 0; s < CA_RT_SLOTS; s++)
+            tl.seen[s] &= ~bit;
+        tl.epoch[dev] = epoch;
+    }
     if (!(tl.seen[rt->slot] & bit)) {
         tl.seen[rt->slot] |= bit;
         ca_stream_seen(rt->arena, dev, thread_key());
@@ -158,30 +160,65 @@ static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
     return thread_key();
 }
 
-ca_stream_t ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev)
+int ca_stream_nameable(ca_stream_t key)
 {
-    if (stream == NULL)
-        return ptsz ? per_thread_key(rt, *dev) : CA_STREAM_LEGACY;
-    if (stream == rt->legacy_stream)
-        return CA_STREAM_LEGACY;
-    if (stream == rt->per_thread_stream)
-        return per_thread_key(rt, *dev);
+    if (!((uintptr_t)key & 1u))
+        return 1;
+    return tl.id != 0 && key == thread_key();
+}
 
+/* First use of a handle the shim never saw (created through the driver API, another copy of
+ * the runtime, or no stream at all: destroyed, bogus). The real runtime validates it; a valid
+ * one is registered with its real flags on the caller's current device, the best guess of its
+ * device. */
+static ca_rt_err meet_stream(ca_runtime *rt, void *stream, int dev)
+{
+    unsigned flags = 0;
+    int nonblocking = 0;
+    if (rt->fn.stream_get_flags != NULL) {
+        ca_rt_err e = rt->fn.stream_get_flags(stream, &flags);
+        if (e != rt->codes.success)
+            return e;
+        nonblocking = (flags & rt->stream_nonblocking) != 0;
+    }
+    pthread_rwlock_wrlock(&known_lock);
+    int fresh = known_find(stream) == (size_t)-1;
+    if (fresh)
+        known_put(stream, dev);
+    pthread_rwlock_unlock(&known_lock);
+    if (!fresh)
+        return rt->codes.success;
+    if (rt->fn.stream_get_flags != NULL)
+        ca_stream_created(rt->arena, dev, stream, nonblocking);
+    else
+        ca_stream_seen(rt->arena, dev, stream);
+    return rt->codes.success;
+}
+
+ca_rt_err ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev, ca_stream_t *key)
+{
+    if (stream == NULL) {
+        *key = ptsz ? per_thread_key(rt, *dev) : CA_STREAM_LEGACY;
+        return rt->codes.success;
+    }
+    if (stream == rt->legacy_stream) {
+        *key = CA_STREAM_LEGACY;
+        return rt->codes.success;
+    }
+    if (stream == rt->per_thread_stream) {
+        *key = per_thread_key(rt, *dev);
+        return rt->codes.success;
+    }
+    *key = stream;
     pthread_rwlock_rdlock(&known_lock);
     size_t i = known_find(stream);
     int known_dev = i != (size_t)-1 ? known_tab[i].dev : -1;
     pthread_rwlock_unlock(&known_lock);
     if (known_dev >= 0) {
         *dev = known_dev;
-        return stream;
+        return rt->codes.success;
     }
-    /* A stream created behind the shim's back (driver API, another copy of the runtime): the
-     * caller's current device is the best guess of its device. */
-    pthread_rwlock_wrlock(&known_lock);
-    known_put(stream, *dev);
-    pthread_rwlock_unlock(&known_lock);
-    ca_stream_seen(rt->arena, *dev, stream);
-    return stream;
+    return meet_stream(rt, stream, *dev);
 }
 
 void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key)
@@ -242,5 +279,7 @@ void ca_streams_forget(int dev)
         }
     }
     pthread_rwlock_unlock(&known_lock);
-    atomic_fetch_add(&stream_epoch, 1);
+    for (int d = 0; d < CA_MAX_DEVICES; d++)
+        if (dev < 0 || d == dev)
+            atomic_fetch_add(&dev_epoch[d], 1);
 }

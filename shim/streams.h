@@ -12,13 +12,21 @@
 
 #include "runtime.h"
 
-/* The arena key for a stream handle the program passed; tells the arena about a stream it
- * first meets (the per-thread stream on a new device, a handle created behind the shim's back).
- * *dev is the pool's device: the stream's own one when the shim knows it, else left alone (the
- * caller's current device). ptsz: a _ptsz entry point, where 0 means the per-thread stream. */
-ca_stream_t ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev);
+/* The arena key (*key) for a stream handle the program passed; tells the arena about a
+ * stream it first meets (the per-thread stream on a new device, a handle created behind the
+ * shim's back, validated with the real stream_get_flags). *dev is the pool's device: the
+ * stream's own one when the shim knows it, else left alone (the caller's current device).
+ * ptsz: a _ptsz entry point, where 0 means the per-thread stream. Returns codes.success, or
+ * the runtime's own error for a handle that names no stream (nothing registered then). */
+ca_rt_err ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev, ca_stream_t *key);
 
-/* The handle to pass to the real runtime for an arena key. */
+/* 1 when the calling thread can name the stream of arena key `key`: every key but another
+ * thread's per-thread default stream, which the runtime's handle would turn into the
+ * caller's own. */
+int ca_stream_nameable(ca_stream_t key);
+
+/* The handle to pass to the real runtime for an arena key (a per-thread key becomes the
+ * calling thread's per-thread stream: check ca_stream_nameable first). */
 void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key);
 
 /* The program created stream s on dev through the shim. */

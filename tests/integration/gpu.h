@@ -38,6 +38,7 @@ typedef hipEvent_t gpuEvent_t;
 #define gpuEventCreate hipEventCreate
 #define gpuEventRecord hipEventRecord
 #define gpuEventDestroy hipEventDestroy
+#define gpuEventSynchronize hipEventSynchronize
 #define gpuLaunchHostFunc hipLaunchHostFunc
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemset hipMemset
@@ -73,6 +74,7 @@ typedef cudaEvent_t gpuEvent_t;
 #define gpuEventCreate cudaEventCreate
 #define gpuEventRecord cudaEventRecord
 #define gpuEventDestroy cudaEventDestroy
+#define gpuEventSynchronize cudaEventSynchronize
 #define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemset cudaMemset
@@ -142,6 +144,51 @@ static inline void host_sleep_fn(void *arg)
 }
 /* Queue a host function that sleeps ms milliseconds on stream s. */
 #define gpu_host_sleep(s, ms) cudaLaunchHostFunc((s), host_sleep_fn, (void *)(intptr_t)(ms))
+#endif
+
+/* A flag a host function on a stream waits on: the test decides when the stream goes on. The
+ * wait gives up after 10 s, so that a test whose expectation fails never hangs. */
+struct gpu_gate {
+    volatile int open, entered;
+};
+
+static inline void gpu_gate_wait(struct gpu_gate *g)
+{
+    __atomic_store_n(&g->entered, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 10000 && !__atomic_load_n(&g->open, __ATOMIC_SEQ_CST); i++)
+        sleep_ms(1);
+}
+
+/* Open the gate: the stream waiting on it goes on. */
+static inline void gpu_gate_open(struct gpu_gate *g)
+{
+    __atomic_store_n(&g->open, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Wait (at most 10 s) until a stream reached the gate: everything queued before it is done. */
+static inline int gpu_gate_reached(struct gpu_gate *g)
+{
+    for (int i = 0; i < 10000 && !__atomic_load_n(&g->entered, __ATOMIC_SEQ_CST); i++)
+        sleep_ms(1);
+    return __atomic_load_n(&g->entered, __ATOMIC_SEQ_CST);
+}
+
+#ifdef GPU_HIP
+static inline void gate_cb(hipStream_t s, hipError_t status, void *arg)
+{
+    (void)s;
+    (void)status;
+    gpu_gate_wait(arg);
+}
+/* Queue a host function on stream s that waits on gate g. */
+#define gpu_host_gate(s, g) hipStreamAddCallback((s), gate_cb, (g), 0)
+#else
+static inline void gate_fn(void *arg)
+{
+    gpu_gate_wait(arg);
+}
+/* Queue a host function on stream s that waits on gate g. */
+#define gpu_host_gate(s, g) cudaLaunchHostFunc((s), gate_fn, (g))
 #endif
 
 #endif

@@ -3,6 +3,7 @@
 #include "gpu.h"
 
 int ca_plugin_run(void);
+int ca_plugin_alloc_free(void);
 
 /* Allocate and free the same block ten times; 0 on success. */
 int ca_plugin_run(void)
@@ -17,4 +18,13 @@ int ca_plugin_run(void)
             return 1;
     }
     return 0;
+}
+
+/* One allocation and its free, without device work (usable in a forked child); 0 on success. */
+int ca_plugin_alloc_free(void)
+{
+    void *p;
+    if (gpuMalloc(&p, 1 << 20) != gpuSuccess)
+        return 1;
+    return gpuFree(p) != gpuSuccess;
 }

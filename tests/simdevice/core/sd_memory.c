@@ -42,6 +42,16 @@ int sd_malloc(void **p, size_t n)
     int rc;
     if (alloc_done(p, n, &rc))
         return rc;
+    /* A request larger than the whole device is refused at once, as a real driver does: its
+     * size-proportional cost would otherwise be spent first (2^62 bytes: forever). */
+    if (n > sd_cfg.memory) {
+        pthread_mutex_lock(&sd_lock);
+        struct sd_device *d = sd_cur();
+        d->c.oom++;
+        pthread_mutex_unlock(&sd_lock);
+        sd_log("malloc(%zu) on device %d -> %d: larger than the device", n, d->id, SD_ENOMEM);
+        return SD_ENOMEM;
+    }
     sd_spin_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
