@@ -75,6 +75,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     if (!usable_device(dev))
         return rt->fn.malloc(ptr, size);
     ca_stats_ensure(rt);
+    ca_per_thread_default_check(rt, dev);
     void *p = NULL;
     ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
     if (st == CA_OK) {

@@ -1,13 +1,16 @@
 /* Lazy one-time initialization, statistics start-up and fork handling. No constructor: the
  * first interposed call does the work, so a process that never calls CUDA or HIP pays nothing. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "leak.h"
+#include "ptsz_scan.h"
 #include "init.h"
 #include "real.h"
 #include "stats_writer.h"
@@ -82,6 +85,34 @@ static void load_options(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+atomic_uint ca_dlopen_gen;
+
+static void scan_imports(ca_runtime *rt)
+{
+    unsigned gen = atomic_load_explicit(&ca_dlopen_gen, memory_order_acquire);
+    Dl_info info;
+    const void *base = NULL;
+    if (rt->fn.malloc && dladdr((void *)(uintptr_t)rt->fn.malloc, &info))
+        base = info.dli_fbase;
+    if (ca_imports_per_thread_stream(base))
+        atomic_store(&rt->per_thread_default, 1);
+    atomic_store(&rt->scanned_gen, gen);
+}
+
+void ca_per_thread_default_check(ca_runtime *rt, int dev)
+{
+    /* A dlopen since the last look may have brought such code (a dlopen that is still loading
+     * on another thread is seen at the next allocation after the following one). */
+    if (atomic_load_explicit(&rt->scanned_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ca_dlopen_gen, memory_order_relaxed))
+        scan_imports(rt);
+    if (!atomic_load_explicit(&rt->per_thread_default, memory_order_relaxed))
+        return;
+    unsigned long long bit = 1ull << dev;
+    if (!(atomic_fetch_or(&rt->ptd_devices, bit) & bit))
+        ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY);
+}
+
 const ca_options *ca_shim_options(void)
 {
     pthread_once(&options_once, load_options);
@@ -97,6 +128,7 @@ static void open_runtime(ca_runtime *rt)
         ca_backend_make(rt, &be);
         rt->arena = ca_arena_create(&be, &config);
         if (rt->arena != NULL) {
+            scan_imports(rt);
             atomic_store(&slots[rt->slot], rt);
             atomic_store_explicit(&rt->ready, 1, memory_order_release);
             return;

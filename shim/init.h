@@ -19,6 +19,13 @@ void ca_stats_ensure(ca_runtime *rt);
 /* The runtime in slot (0 CUDA, 1 HIP) once opened, else NULL. */
 ca_runtime *ca_runtime_by_slot(int slot);
 
+/* Counts the program's dlopen calls: new objects may import per-thread stream entry points. */
+extern atomic_uint ca_dlopen_gen;
+
+/* For a program built for per-thread default streams, end device dev's single-stream fast path
+ * at its first plain allocation (other host threads' default streams are streams too). */
+void ca_per_thread_default_check(ca_runtime *rt, int dev);
+
 /* The parsed options (parsed at the first call of this or ca_door_open). */
 const ca_options *ca_shim_options(void);
 

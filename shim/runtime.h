@@ -87,6 +87,12 @@ typedef struct ca_runtime {
                                   * could not be made): fn holds what was found, calls go
                                   * straight to it, uncached                                */
     pthread_mutex_t init_lock;
+    /* Programs built for per-thread default streams (ptsz_scan.c): found at the first call and
+     * looked for again after every dlopen; each device then leaves the single-stream fast path
+     * at its first plain allocation. */
+    atomic_int per_thread_default;
+    atomic_uint scanned_gen;     /* ca_dlopen_gen when the loaded objects were last scanned */
+    atomic_ullong ptd_devices;   /* devices already told                                   */
 } ca_runtime;
 
 #define CA_RT_SLOTS 2

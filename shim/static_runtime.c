@@ -156,6 +156,7 @@ CA_EXPORT void *dlopen(const char *file, int mode)
 {
     if (is_driver_name(file))
         check_driver_load(__builtin_return_address(0));
+    atomic_fetch_add_explicit(&ca_dlopen_gen, 1, memory_order_release);
     dlopen_fn f = atomic_load_explicit(&real_dlopen, memory_order_acquire);
     if (f == NULL)
         f = resolve_dlopen();
