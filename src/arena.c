@@ -547,7 +547,8 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
             ca_block_free(d, b);
         if (same_stream) {
             p->last_free_seq = b->free_seq;
-            ca_async_freed(a, d, p);
+            if (!p->ev_inflight) /* one event at a time covers every free before it */
+                ca_async_freed(a, d, p);
         }
     } else {
         ca_pend(d, b);
