@@ -22,43 +22,42 @@ static int usable_device(int dev)
     return dev >= 0 && dev < CA_MAX_DEVICES;
 }
 
+/* Which of the runtime's allocators a call came through. */
+enum { REAL_PLAIN, REAL_ASYNC, REAL_ASYNC_PTSZ };
+
+static ca_rt_err real_alloc(ca_runtime *rt, int kind, void **p, size_t size, void *stream)
+{
+    if (kind == REAL_PLAIN)
+        return rt->fn.malloc(p, size);
+    return (kind == REAL_ASYNC ? rt->fn.malloc_async : rt->fn.malloc_async_ptsz)(p, size, stream);
+}
+
+static void real_release(ca_runtime *rt, int kind, void *p, void *stream)
+{
+    if (kind == REAL_PLAIN)
+        rt->fn.free(p);
+    else
+        (kind == REAL_ASYNC ? rt->fn.free_async : rt->fn.free_async_ptsz)(p, stream);
+}
+
 /* The arena refused an allocation the real runtime must now answer: its code and last error
  * are then the runtime's own. Under CACHEALLOC_LIMIT the real runtime may succeed where the
  * arena may not: the limit wins, and an impossible request records out-of-memory. */
-static ca_rt_err plain_alloc_failed(ca_runtime *rt, ca_status st, void **ptr, size_t size)
+static ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, void **ptr, size_t size,
+                               void *stream)
 {
     void *p = NULL;
-    ca_rt_err e = rt->fn.malloc(&p, size);
+    ca_rt_err e = real_alloc(rt, kind, &p, size, stream);
     if (e != rt->codes.success)
         return e;
     if (st != CA_ERR_OOM) {
         *ptr = p; /* the arena failed for another reason: the program gets a plain allocation */
         return e;
     }
-    rt->fn.free(p);
-    e = rt->fn.malloc(&p, IMPOSSIBLE_SIZE);
+    real_release(rt, kind, p, stream);
+    e = real_alloc(rt, kind, &p, IMPOSSIBLE_SIZE, stream);
     if (e == rt->codes.success)
-        rt->fn.free(p);
-    return rt->codes.out_of_memory;
-}
-
-static ca_rt_err async_alloc_failed(ca_runtime *rt, ca_status st, void **ptr, size_t size,
-                                    void *stream, int ptsz)
-{
-    ca_rt_err (*m)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
-    ca_rt_err (*f)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
-    void *p = NULL;
-    ca_rt_err e = m(&p, size, stream);
-    if (e != rt->codes.success)
-        return e;
-    if (st != CA_ERR_OOM) {
-        *ptr = p;
-        return e;
-    }
-    f(p, stream);
-    e = m(&p, IMPOSSIBLE_SIZE, stream);
-    if (e == rt->codes.success)
-        f(p, stream);
+        real_release(rt, kind, p, stream);
     return rt->codes.out_of_memory;
 }
 
@@ -82,7 +81,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
         *ptr = p;
         return rt->codes.success;
     }
-    return plain_alloc_failed(rt, st, ptr, size);
+    return alloc_refused(rt, REAL_PLAIN, st, ptr, size, NULL);
 }
 
 ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
@@ -131,7 +130,7 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
         *ptr = p;
         return rt->codes.success;
     }
-    return async_alloc_failed(rt, st, ptr, size, stream, ptsz);
+    return alloc_refused(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, st, ptr, size, stream);
 }
 
 /* The answer to a free the arena refused (interior pointer, double free): the runtime's own. */

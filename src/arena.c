@@ -208,7 +208,7 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
     }
     if (!best)
         return NULL;
-    ca_segment_move(d, best, p);
+    ca_segment_move(best, p);
     return best->first;
 }
 

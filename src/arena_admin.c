@@ -48,7 +48,7 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
 static void free_device_state(ca_device *d)
 {
     for (int i = 0; i < d->nsegs; i++)
-        ca_segment_forget(d, d->segs[i]);
+        ca_segment_forget(d->segs[i]);
     free(d->segs);
     d->segs = NULL;
     d->nsegs = d->cap_segs = 0;

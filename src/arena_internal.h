@@ -169,9 +169,9 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
                          bool pinned, ca_block **out, bool *driver_failed);
 void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg);
 void ca_segment_release(ca_arena *a, int dev, ca_segment *seg);
-void ca_segment_forget(ca_device *d, ca_segment *seg);
+void ca_segment_forget(ca_segment *seg);
 ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr);
-void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to);
+void ca_segment_move(ca_segment *seg, ca_pool *to);
 void ca_block_free(ca_device *d, ca_block *b);
 void ca_pool_consolidate(ca_device *d, ca_pool *p);
 void ca_device_consolidate(ca_device *d);

@@ -206,20 +206,18 @@ void ca_segment_release(ca_arena *a, int dev, ca_segment *seg)
     free(seg);
 }
 
-void ca_segment_forget(ca_device *d, ca_segment *seg)
+void ca_segment_forget(ca_segment *seg)
 {
     for (ca_block *b = seg->first, *n; b; b = n) {
         n = b->next;
         free(b->stack);
         free(b);
     }
-    (void)d;
     free(seg);
 }
 
-void ca_segment_move(ca_device *d, ca_segment *seg, ca_pool *to)
+void ca_segment_move(ca_segment *seg, ca_pool *to)
 {
-    (void)d;
     ca_block *b = seg->first;
     ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
     seg->pool->nsegs--;
