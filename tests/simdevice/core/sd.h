@@ -69,6 +69,11 @@ int sd_host_free(void *p);
 /* Classifies a pointer as SD_PTR_*; fills the device and the two addresses. */
 int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **hptr);
 
+/* The owner a user stream was created with; SD_EHANDLE for anything else. */
+int sd_stream_owner(void *stream, void **owner);
+/* The device allocation holding p: its start and requested size; SD_EINVAL when none does. */
+int sd_alloc_range(const void *p, void **base, size_t *size);
+
 /* kind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default. `wait` makes it a synchronous copy. */
 int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait);
 int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz);
@@ -90,6 +95,12 @@ int sd_event_destroy(void *event);
 int sd_event_elapsed(float *ms, void *start, void *end);
 
 int sd_device_sync(void);
+
+/* Tags the calling thread's later allocations and streams with `owner` (a driver context). */
+void sd_set_owner(void *owner);
+/* Waits for device `dev`, destroys the user streams and frees the allocations tagged with
+ * `owner`; with `clear_fault`, also clears the device's sticky fault (a context reset). */
+int sd_owner_release(int dev, void *owner, int clear_fault);
 int sd_device_reset(void);
 
 /* One row of a front's error table. */

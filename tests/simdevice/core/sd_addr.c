@@ -143,7 +143,8 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         d->c.oom++;
         return SD_ENOMEM;
     }
-    struct sd_alloc a = {.addr = at, .size = n, .rsize = rsize, .span = span, .async = async};
+    struct sd_alloc a = {.addr = at, .size = n, .rsize = rsize, .span = span, .async = async,
+                         .owner = sd_owner_get()};
     if (sd_table_insert(&d->allocs, &a) != 0) {
         mprotect((void *)at, span, PROT_NONE);
         d->c.oom++;

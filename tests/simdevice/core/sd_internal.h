@@ -32,6 +32,7 @@ struct sd_alloc {
     size_t span;   /* page-rounded: address space taken */
     bool async;
     bool free_pending; /* a stream-ordered free is queued */
+    void *owner;       /* the driver context that made it (NULL for the runtime fronts) */
 };
 
 struct sd_table {
@@ -63,6 +64,9 @@ struct sd_device {
 extern pthread_mutex_t sd_lock;
 extern pthread_cond_t sd_cv;
 extern struct sd_device sd_dev[SD_MAX_DEVICES];
+
+/* The owner that the calling thread's new allocations and streams are tagged with. */
+void *sd_owner_get(void);
 
 /* Initializes the core once (config, locks). */
 void sd_init(void);
@@ -133,6 +137,7 @@ struct sd_stream {
     pthread_cond_t work;
     int refs;
     bool closing;
+    void *owner; /* the driver context that created it (NULL for the runtime fronts) */
     struct sd_stream *next, *prev; /* in dev->streams while the worker lives */
 };
 

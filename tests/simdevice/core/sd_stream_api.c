@@ -13,6 +13,8 @@ int sd_stream_create(void **out, unsigned flags, int priority)
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
     rc = sd_stream_new(sd_cur(), SK_USER, flags, priority, &s);
+    if (!rc)
+        s->owner = sd_owner_get();
     if (!rc && sd_set_add(&sd_streams_set, s) != 0) {
         sd_stream_close(s);
         rc = SD_ENOMEM;

@@ -1,0 +1,68 @@
+/* sd_owner.c: what a driver context owns, and where an allocation begins. The driver front tags allocations and streams with
+ * the thread's current context so that destroying or resetting a context frees exactly its own
+ * memory, as a GPU driver does, and never another context's on the same device. */
+#include "sd_internal.h"
+
+static __thread void *cur_owner;
+
+void sd_set_owner(void *owner)
+{
+    cur_owner = owner;
+}
+
+void *sd_owner_get(void)
+{
+    return cur_owner;
+}
+
+int sd_owner_release(int dev, void *owner, int clear_fault)
+{
+    sd_init();
+    if (dev < 0 || dev >= sd_cfg.devices)
+        return SD_EDEVICE;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = &sd_dev[dev];
+    /* Work already queued may still touch the memory: let the device finish it first. */
+    sd_wait_device(d);
+    for (size_t i = 0; i < sd_streams_set.cap; i++) {
+        struct sd_stream *s = (struct sd_stream *)sd_streams_set.v[i];
+        if ((uintptr_t)s > 1 && s->dev == d && s->owner == owner) {
+            sd_set_del(&sd_streams_set, s);
+            sd_stream_close(s);
+        }
+    }
+    for (size_t i = d->allocs.n; i-- > 0;)
+        if (d->allocs.v[i].owner == owner)
+            sd_dev_release(d, d->allocs.v[i].addr);
+    if (clear_fault)
+        d->sticky = 0;
+    pthread_mutex_unlock(&sd_lock);
+    return SD_OK;
+}
+
+int sd_alloc_range(const void *p, void **base, size_t *size)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = sd_dev_of(p);
+    struct sd_alloc *a = d ? sd_table_find_containing(&d->allocs, (uintptr_t)p) : NULL;
+    if (a) {
+        *base = (void *)a->addr;
+        *size = a->size;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return a ? SD_OK : SD_EINVAL;
+}
+
+int sd_stream_owner(void *stream, void **owner)
+{
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    int rc = SD_EHANDLE;
+    if (sd_set_has(&sd_streams_set, stream)) {
+        *owner = ((struct sd_stream *)stream)->owner;
+        rc = SD_OK;
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}

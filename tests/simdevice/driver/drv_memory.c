@@ -1,0 +1,261 @@
+/* drv_memory.c: device, stream-ordered, managed and pinned allocations, pointer queries,
+ * copies and sets. Each entry point checks the context, then lets the core do the work. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "drv.h"
+
+#define ENTER()                          \
+    do {                                 \
+        CUresult rc_ = drv_enter_live(); \
+        if (rc_)                         \
+            return rc_;                  \
+    } while (0)
+
+/* Allocates device memory in the current context. */
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    ENTER();
+    /* The driver refuses a zero-byte allocation, unlike the runtime. */
+    if (!p || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_malloc((void **)p, n));
+}
+
+/* Frees device or managed memory after waiting for the device, as a GPU driver does. */
+API CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    ENTER();
+    int type, dev;
+    void *dp, *hp;
+    sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
+    if (type == SD_PTR_MANAGED)
+        return drv_ret(sd_host_free((void *)p));
+    return drv_ret(sd_free((void *)p));
+}
+
+/* Free and total memory of the current context's device. */
+API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    ENTER();
+    return drv_ret(sd_mem_info(free_bytes, total));
+}
+
+/* Stream-ordered allocation from the device's default pool. */
+API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
+{
+    ENTER();
+    return drv_ret(sd_malloc_async((void **)p, n, s, 0));
+}
+
+/* Stream-ordered allocation; NULL names the calling thread's default stream. */
+API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+{
+    ENTER();
+    return drv_ret(sd_malloc_async((void **)p, n, s, 1));
+}
+
+/* Stream-ordered free: takes effect when the stream reaches it. */
+API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+    ENTER();
+    return drv_ret(sd_free_async((void *)p, s, 0));
+}
+
+/* Stream-ordered free on the per-thread default stream for NULL. */
+API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+    ENTER();
+    return drv_ret(sd_free_async((void *)p, s, 1));
+}
+
+/* Managed memory: host memory counted against the device's capacity. */
+API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags)
+{
+    ENTER();
+    if (!p || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_managed_alloc((void **)p, n, flags));
+}
+
+/* Page-locked host memory (plain host memory here); flags are accepted and ignored. */
+API CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+    (void)flags;
+    ENTER();
+    if (!p || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_host_alloc(p, n, 0));
+}
+
+/* Page-locked host memory, portable form. */
+API CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+    return cuMemHostAlloc(p, n, 0);
+}
+
+/* Frees page-locked host memory, after waiting for the device. */
+API CUresult cuMemFreeHost(void *p)
+{
+    ENTER();
+    return drv_ret(sd_host_free(p));
+}
+
+/* Pinned host memory is mapped at the same address on the device (unified addressing). */
+API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned flags)
+{
+    ENTER();
+    int type, dev;
+    void *d, *h;
+    if (!dp || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    sd_pointer_info(p, &type, &dev, &d, &h);
+    if (type != SD_PTR_HOST && type != SD_PTR_MANAGED)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dp = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
+/* Base and size of the device allocation holding p. */
+API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    ENTER();
+    void *b;
+    size_t n;
+    if (sd_alloc_range((void *)p, &b, &n) != SD_OK)
+        return CUDA_ERROR_NOT_FOUND;
+    if (base)
+        *base = (CUdeviceptr)b;
+    if (size)
+        *size = n;
+    return CUDA_SUCCESS;
+}
+
+enum {
+    PA_CONTEXT = 1, PA_MEMORY_TYPE = 2, PA_DEVICE_POINTER = 3, PA_HOST_POINTER = 4,
+    PA_SYNC_MEMOPS = 6, PA_BUFFER_ID = 7, PA_IS_MANAGED = 8, PA_DEVICE_ORDINAL = 9,
+    PA_RANGE_START = 11, PA_RANGE_SIZE = 12, PA_MAPPED = 13, PA_MEMPOOL = 17,
+};
+enum { MT_HOST = 1, MT_DEVICE = 2 };
+
+/* Writes one attribute of a classified pointer; false for an attribute not modelled. */
+static bool put_attr(void *data, int attr, const void *p, int type, int dev, void *dp, void *hp)
+{
+    bool known = type != SD_PTR_UNREGISTERED;
+    void *base = NULL;
+    size_t size = 0;
+    if (type == SD_PTR_DEVICE)
+        sd_alloc_range(p, &base, &size);
+    switch (attr) {
+    case PA_CONTEXT:
+        *(CUcontext *)data = known && dev >= 0 ? drv_primary(dev) : NULL;
+        return true;
+    case PA_MEMORY_TYPE:
+        *(unsigned *)data = !known ? 0 : type == SD_PTR_HOST ? MT_HOST : MT_DEVICE;
+        return true;
+    case PA_DEVICE_POINTER:
+        *(void **)data = dp;
+        return true;
+    case PA_HOST_POINTER:
+        *(void **)data = hp;
+        return true;
+    case PA_SYNC_MEMOPS:
+    case PA_MAPPED:
+        *(bool *)data = known;
+        return true;
+    case PA_IS_MANAGED:
+        *(bool *)data = type == SD_PTR_MANAGED;
+        return true;
+    case PA_BUFFER_ID:
+        *(unsigned long long *)data = known ? (unsigned long long)(base ? base : p) : 0;
+        return true;
+    case PA_DEVICE_ORDINAL:
+        *(int *)data = known ? dev : -2;
+        return true;
+    case PA_RANGE_START:
+        *(CUdeviceptr *)data = (CUdeviceptr)base;
+        return true;
+    case PA_RANGE_SIZE:
+        *(size_t *)data = size;
+        return true;
+    case PA_MEMPOOL:
+        *(void **)data = NULL;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* One attribute of a pointer; an address the driver does not know is an invalid value. */
+API CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+    if (!drv_initialized())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    int type, dev;
+    void *dp, *hp;
+    sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
+    if (type == SD_PTR_UNREGISTERED)
+        return CUDA_ERROR_INVALID_VALUE;
+    return put_attr(data, attr, (void *)p, type, dev, dp, hp) ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Several attributes; unknown addresses get empty values and success, as documented. */
+API CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr p)
+{
+    if (!drv_initialized())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!attrs || !data)
+        return CUDA_ERROR_INVALID_VALUE;
+    int type, dev;
+    void *dp, *hp;
+    sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
+    for (unsigned i = 0; i < n; i++)
+        if (data[i] && !put_attr(data[i], attrs[i], (void *)p, type, dev, dp, hp))
+            return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+enum { K_HTOD = 1, K_DTOH = 2, K_DTOD = 3, K_ANY = 4 };
+
+static CUresult copy(void *d, const void *s, size_t n, int kind, CUstream st, int ptsz, int wait)
+{
+    ENTER();
+    return drv_ret(sd_memcpy(d, s, n, kind, st, ptsz, wait));
+}
+
+#define PTR(x) ((void *)(x))
+
+/* The synchronous copies run on the legacy stream (per-thread stream for _ptds) and wait. */
+API CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(PTR(d), PTR(s), n, K_ANY, 0, 0, 1); }
+API CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(PTR(d), PTR(s), n, K_ANY, 0, 1, 1); }
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { return copy(PTR(d), s, n, K_HTOD, 0, 0, 1); }
+API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) { return copy(PTR(d), s, n, K_HTOD, 0, 1, 1); }
+API CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { return copy(d, PTR(s), n, K_DTOH, 0, 0, 1); }
+API CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n) { return copy(d, PTR(s), n, K_DTOH, 0, 1, 1); }
+API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(PTR(d), PTR(s), n, K_DTOD, 0, 0, 1); }
+API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(PTR(d), PTR(s), n, K_DTOD, 0, 1, 1); }
+/* The asynchronous copies are queued on the stream. */
+API CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return copy(PTR(d), PTR(s), n, K_ANY, st, 0, 0); }
+API CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return copy(PTR(d), PTR(s), n, K_ANY, st, 1, 0); }
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { return copy(PTR(d), s, n, K_HTOD, st, 0, 0); }
+API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream st) { return copy(PTR(d), s, n, K_HTOD, st, 1, 0); }
+API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { return copy(d, PTR(s), n, K_DTOH, st, 0, 0); }
+API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUstream st) { return copy(d, PTR(s), n, K_DTOH, st, 1, 0); }
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return copy(PTR(d), PTR(s), n, K_DTOD, st, 0, 0); }
+API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return copy(PTR(d), PTR(s), n, K_DTOD, st, 1, 0); }
+
+static CUresult set8(CUdeviceptr d, unsigned char v, size_t n, CUstream st, int ptsz)
+{
+    ENTER();
+    return drv_ret(sd_memset(PTR(d), v, n, st, ptsz));
+}
+
+/* Byte sets: the synchronous form is queued on the legacy (or per-thread) stream without a
+ * wait, as the runtime's cudaMemset behaves over it. */
+API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return set8(d, v, n, 0, 0); }
+API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return set8(d, v, n, 0, 1); }
+API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { return set8(d, v, n, st, 0); }
+API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { return set8(d, v, n, st, 1); }
