@@ -60,7 +60,7 @@ int main(void)
         "malloc_calls=2", "malloc_bytes=4000", "free_calls=1", "free_bytes=1000",
         "malloc_async_calls=1", "free_async_calls=1", "device_syncs=2", "faults=0",
         "invalid_frees=1", "reserved_bytes=3072", "peak_reserved_bytes=4096", "oom=0",
-        "events_recorded=1", "stream_waits=1",
+        "events_recorded=1", "stream_waits=1", "injected_faults=0",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         char dev[64];

@@ -22,6 +22,7 @@ struct simdev_counters {
     uint64_t oom;                 /* allocations refused for lack of memory */
     uint64_t events_recorded;
     uint64_t stream_waits;        /* cudaStreamWaitEvent calls */
+    uint64_t injected_faults;     /* calls failed on purpose by SIMDEV_FAIL_* */
 };
 
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);

@@ -1,6 +1,7 @@
 /* sd_config.c: the SIMDEV_* environment variables. A bad value never stops the program: one line
  * on stderr and the default. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -53,18 +54,29 @@ static size_t env_size(const char *name, size_t def, const char *defs)
     return (size_t)(x << shift);
 }
 
-static double env_us(const char *name, double def, const char *defs)
+static double env_real(const char *name, double def, double hi, const char *accepted,
+                       const char *defs)
 {
     const char *v = env_value(name);
     if (!v)
         return def;
     char *end;
     double x = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(x) || x < 0 || x > 1e9) {
-        bad(name, v, "microseconds, a number >= 0", defs);
+    if (end == v || *end || errno || !isfinite(x) || x < 0 || x > hi) {
+        bad(name, v, accepted, defs);
         return def;
     }
     return x;
+}
+
+static double env_us(const char *name, double def, const char *defs)
+{
+    return env_real(name, def, 1e9, "microseconds, a number >= 0", defs);
+}
+
+static double env_rate(const char *name)
+{
+    return env_real(name, 0, 1, "a probability from 0 to 1", "0");
 }
 
 static long env_int(const char *name, long def, long lo, long hi, const char *accepted,
@@ -92,6 +104,13 @@ static void cfg_read(void)
     sd_cfg.free_us = env_us("SIMDEV_FREE_US", 14, "14");
     sd_cfg.async_us = env_us("SIMDEV_ASYNC_US", 1, "1");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
+    sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,
+                                    "an integer >= 0 (0: off)", "0");
+    sd_cfg.fail_alloc_rate = env_rate("SIMDEV_FAIL_ALLOC_RATE");
+    sd_cfg.fail_event_create_rate = env_rate("SIMDEV_FAIL_EVENT_CREATE_RATE");
+    sd_cfg.fail_event_record_rate = env_rate("SIMDEV_FAIL_EVENT_RECORD_RATE");
+    sd_cfg.fail_seed = env_int("SIMDEV_FAIL_SEED", 1, 0, LONG_MAX, "an integer >= 0", "1");
+    sd_cfg.sync_delay_us = env_us("SIMDEV_SYNC_DELAY_US", 0, "0");
     const char *f = getenv("SIMDEV_COUNTERS_FILE");
     sd_cfg.counters_file = (f && *f) ? f : NULL;
 }

@@ -139,6 +139,7 @@ int sd_device_sync(void)
     sd_wait_device(d);
     rc = d->sticky;
     pthread_mutex_unlock(&sd_lock);
+    sd_inject_sync_delay();
     return rc;
 }
 
@@ -206,6 +207,7 @@ static void add(struct simdev_counters *t, const struct simdev_counters *c)
     t->oom += c->oom;
     t->events_recorded += c->events_recorded;
     t->stream_waits += c->stream_waits;
+    t->injected_faults += c->injected_faults;
 }
 
 int sd_get_counters(int device, struct simdev_counters *out)
@@ -231,7 +233,7 @@ static void write_counters(FILE *f, const char *prefix, const struct simdev_coun
     W(malloc_calls); W(malloc_bytes); W(free_calls); W(free_bytes);
     W(malloc_async_calls); W(free_async_calls); W(device_syncs); W(faults);
     W(invalid_frees); W(reserved_bytes); W(peak_reserved_bytes); W(oom);
-    W(events_recorded); W(stream_waits);
+    W(events_recorded); W(stream_waits); W(injected_faults);
 #undef W
 }
 

@@ -48,7 +48,7 @@ int sd_event_create(void **out, unsigned flags)
     e->dev = sd_cur();
     e->flags = flags;
     e->refs = 1;
-    if (sd_set_add(&sd_events_set, e) != 0) {
+    if (sd_inject_event_create(e->dev) || sd_set_add(&sd_events_set, e) != 0) {
         pthread_mutex_unlock(&sd_lock);
         free(e);
         return SD_ENOMEM;
@@ -86,7 +86,10 @@ int sd_event_record(void *event, void *stream, int ptsz)
     int rc = lookup(event, &e);
     if (!rc)
         rc = sd_op_prepare(stream, ptsz, OP_EVENT, &s, &op);
+    if (!rc && sd_inject_event_record(e->dev))
+        rc = SD_ENOMEM;
     if (rc) {
+        free(op);
         pthread_mutex_unlock(&sd_lock);
         return rc;
     }
@@ -131,6 +134,7 @@ int sd_event_sync(void *event)
         sd_event_unref(e);
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_inject_sync_delay();
     return rc;
 }
 

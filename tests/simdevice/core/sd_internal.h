@@ -19,6 +19,10 @@ struct sd_config {
     double malloc_us, malloc_us_per_gib, free_us, async_us;
     int verbose;
     const char *counters_file;
+    long fail_alloc_nth; /* 0: off */
+    double fail_alloc_rate, fail_event_create_rate, fail_event_record_rate;
+    long fail_seed;
+    double sync_delay_us;
 };
 extern struct sd_config sd_cfg;
 /* Reads SIMDEV_* once; safe to call any number of times. */
@@ -191,6 +195,19 @@ bool sd_event_pending(const struct sd_event *e);
 void sd_events_drop_device(struct sd_device *d);
 /* Runs an op's effect (memory ops, host functions). Called WITHOUT sd_lock. */
 void sd_op_execute(struct sd_stream *s, struct sd_op *op);
+
+/* Fault injection (SIMDEV_FAIL_*, SIMDEV_SYNC_DELAY_US). Each kind of call draws from its own
+ * sequence fixed by SIMDEV_FAIL_SEED, so a single-threaded program fails the same calls on
+ * every run. */
+/* True when this allocation attempt on d is to fail with SD_ENOMEM; then counted in d's oom and
+ * injected_faults. Call before anything changes. Under sd_lock. */
+bool sd_inject_alloc(struct sd_device *d);
+/* True when this event creation on d is to fail with SD_ENOMEM; then counted. Under sd_lock. */
+bool sd_inject_event_create(struct sd_device *d);
+/* True when this event record on d is to fail with SD_ENOMEM; then counted. Under sd_lock. */
+bool sd_inject_event_record(struct sd_device *d);
+/* Busy-waits SIMDEV_SYNC_DELAY_US after a host-side wait for the device. Without sd_lock. */
+void sd_inject_sync_delay(void);
 
 /* Monotonic time in seconds. */
 double sd_now(void);

@@ -55,7 +55,7 @@ int sd_malloc(void **p, size_t n)
     sd_spin_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
-    rc = sd_dev_alloc(d, n, false, p);
+    rc = sd_inject_alloc(d) ? SD_ENOMEM : sd_dev_alloc(d, n, false, p);
     if (!rc) {
         d->c.malloc_calls++;
         d->c.malloc_bytes += n;
@@ -82,6 +82,7 @@ int sd_free(void *p)
     owner->c.device_syncs++;
     sd_wait_device(owner);
     pthread_mutex_unlock(&sd_lock);
+    sd_inject_sync_delay();
     sd_spin_us(sd_cfg.free_us);
     pthread_mutex_lock(&sd_lock);
     a = sd_table_find_start(&owner->allocs, (uintptr_t)p);
@@ -112,7 +113,7 @@ int sd_malloc_async(void **p, size_t n, void *stream, int ptsz)
     if (!rc && n == 0)
         *p = NULL;
     else if (!rc)
-        rc = sd_dev_alloc(s->dev, n, true, p);
+        rc = sd_inject_alloc(s->dev) ? SD_ENOMEM : sd_dev_alloc(s->dev, n, true, p);
     if (!rc)
         s->dev->c.malloc_async_calls++;
     pthread_mutex_unlock(&sd_lock);

@@ -63,6 +63,7 @@ int sd_stream_sync(void *stream, int ptsz)
         rc = s->dev->sticky;
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_inject_sync_delay();
     return rc;
 }
 
