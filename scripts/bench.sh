@@ -73,7 +73,7 @@ hotpath=$builddir/tests/bench/bench-hotpath
 replay=$builddir/tests/bench/bench-replay
 replay_cub=$builddir/tests/bench/bench-replay-cub
 shim=$builddir/shim/libcachealloc.so
-simdev=$builddir/tests/simdevice/cuda
+simdev=$builddir/tests/simdevice/driver
 [ -x "$hotpath" ] || { echo "bench.sh: $hotpath not built" >&2; exit 1; }
 
 tmp=$(mktemp -d)
@@ -119,7 +119,7 @@ modes=("plain" "cache")
 [ -x "$replay_cub" ] && modes+=("cub" "cub-pow2")
 
 replay_cmd() {  # mode trace
-    local base="LD_LIBRARY_PATH=$simdev SIMDEV_MEMORY=$simmem"
+    local base="LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64 SIMDEV_MEMORY=$simmem"
     case $1 in
     plain) echo "env -u LD_PRELOAD $base $replay $2 --memset $memset_bytes" ;;
     cache) echo "env $base LD_PRELOAD=$shim $replay $2 --memset $memset_bytes" ;;

@@ -26,7 +26,7 @@ if LD_LIBRARY_PATH="$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog" --
     libpath="$cuda/lib64"
 else
     device="the simulated device (no usable GPU here; see docs/simdevice.md)"
-    libpath="$PWD/$builddir/tests/simdevice/cuda"
+    libpath="$PWD/$builddir/tests/simdevice/driver:$cuda/lib64"
 fi
 
 tmp="$(mktemp -d)"

@@ -30,7 +30,7 @@ static int read_counters(struct simdev_counters *c)
 {
     memset(c, 0, sizeof *c);
     simdev_get_counters_fn get =
-        (simdev_get_counters_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "simdev_get_counters");
+        (simdev_get_counters_fn)(uintptr_t)simdev_sym("simdev_get_counters");
     return get != NULL && get(-1, c) == 0;
 }
 

@@ -18,6 +18,7 @@ typedef hipStream_t gpuStream_t;
 typedef hipEvent_t gpuEvent_t;
 #define GPU_API "hip"
 #define GPU_RT_LIB "libamdhip64.so.5"
+#define GPU_SIM_LIB GPU_RT_LIB /* the HIP simulator stands in for the runtime */
 #define gpuSuccess hipSuccess
 #define gpuErrorOOM hipErrorOutOfMemory
 #define gpuStreamNonBlocking hipStreamNonBlocking
@@ -54,6 +55,7 @@ typedef cudaStream_t gpuStream_t;
 typedef cudaEvent_t gpuEvent_t;
 #define GPU_API "cuda"
 #define GPU_RT_LIB "libcudart.so.13"
+#define GPU_SIM_LIB "libcuda.so.1" /* the CUDA simulator stands in for the driver */
 #define gpuSuccess cudaSuccess
 #define gpuErrorOOM cudaErrorMemoryAllocation
 #define gpuStreamNonBlocking cudaStreamNonBlocking
@@ -103,12 +105,13 @@ typedef cudaEvent_t gpuEvent_t;
         }                                                                                     \
     } while (0)
 
-/* The simulator's counters of device dev (-1: totals), found in the runtime wherever it was
- * loaded (RTLD_LOCAL included). Exits with 77 when not running on the simulator. */
+/* The simulator's counters of device dev (-1: totals), found in the simulated library wherever
+ * it was loaded (RTLD_LOCAL included). Exits with 77 when not running on the simulator. */
 static inline struct simdev_counters sim_counters(int dev)
 {
     struct simdev_counters c = {0};
-    void *h = dlopen(GPU_RT_LIB, RTLD_NOW | RTLD_NOLOAD);
+    /* The CUDA runtime loads the driver at its first call; loading it first changes nothing. */
+    void *h = dlopen(GPU_SIM_LIB, RTLD_NOW);
     void *sym = h ? dlsym(h, "simdev_get_counters") : NULL;
     if (sym == NULL) {
         fprintf(stderr, "not running on the simulated device\n");

@@ -45,7 +45,7 @@ static inline void sim_begin(const char *expect)
 {
     signal(SIGALRM, watchdog_fired);
     alarm(50);
-    simdev_identify_fn id = (simdev_identify_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "simdev_identify");
+    simdev_identify_fn id = (simdev_identify_fn)(uintptr_t)simdev_sym("simdev_identify");
     if (!id || strcmp(id(), expect) != 0) {
         fprintf(stderr, "FAIL: the %s stand-in did not answer (LD_LIBRARY_PATH?)\n", expect);
         exit(1);
@@ -55,7 +55,7 @@ static inline void sim_begin(const char *expect)
 static inline struct simdev_counters sim_counters(int dev)
 {
     simdev_get_counters_fn f =
-        (simdev_get_counters_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "simdev_get_counters");
+        (simdev_get_counters_fn)(uintptr_t)simdev_sym("simdev_get_counters");
     struct simdev_counters c;
     CHECK(f != NULL);
     CHECK(f(dev, &c) == 0);

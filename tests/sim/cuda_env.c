@@ -6,7 +6,7 @@
 
 int main(void)
 {
-    sim_begin("simdevice cuda");
+    sim_begin("simdevice cuda driver");
     FILE *tmp;
     int saved = capture_stderr(&tmp);
     size_t f, t;

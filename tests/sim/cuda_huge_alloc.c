@@ -7,7 +7,7 @@
 
 int main(void)
 {
-    sim_begin("simdevice cuda");
+    sim_begin("simdevice cuda driver");
     CHECK_EQ(cudaFree(NULL), cudaSuccess);
     struct simdev_counters before = sim_counters(0);
     void *p = (void *)1;

@@ -25,7 +25,7 @@ static void *other(void *v)
 
 int main(void)
 {
-    sim_begin("simdevice cuda");
+    sim_begin("simdevice cuda driver");
     struct gate g = {0};
     volatile int done = 0, flag = 0;
     CHECK_EQ(cudaLaunchHostFunc(0, gate_fn, &g), cudaSuccess);

@@ -234,7 +234,7 @@ static void test_destroy_returns_at_once(void)
 
 int main(void)
 {
-    sim_begin("simdevice cuda");
+    sim_begin("simdevice cuda driver");
     test_async_is_async();
     test_sleeping_host_fn_does_not_block();
     test_legacy_waits_for_blocking_streams();

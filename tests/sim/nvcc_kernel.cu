@@ -1,16 +1,16 @@
-// nvcc_kernel.cu: built by nvcc with the shared runtime; it must load and run on the stand-in,
+// nvcc_kernel.cu: built by nvcc with the shared runtime; it must load and run on the simulated driver,
 // and its one kernel launch must report cudaErrorNotSupported.
 #include <cstdio>
 #include <cstring>
-#include <dlfcn.h>
+
+#include "simdev.h"
 
 __global__ void fill(int *p) { p[threadIdx.x] = 1; }
 
 int main()
 {
-    typedef const char *(*id_fn)();
-    id_fn id = (id_fn)dlsym(RTLD_DEFAULT, "simdev_identify");
-    if (!id || std::strcmp(id(), "simdevice cuda") != 0) {
+    simdev_identify_fn id = (simdev_identify_fn)simdev_sym("simdev_identify");
+    if (!id || std::strcmp(id(), "simdevice cuda driver") != 0) {
         std::fprintf(stderr, "FAIL: the CUDA stand-in did not answer\n");
         return 1;
     }

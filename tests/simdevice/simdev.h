@@ -1,9 +1,9 @@
 /* simdev.h: the simulated device's own extras, for test programs.
- * Programs link against the real runtime, so they reach these with
- * dlsym(RTLD_DEFAULT, "simdev_get_counters") / dlsym(RTLD_DEFAULT, "simdev_identify"). */
+ * Programs link against the real runtime, so they reach these with simdev_sym() below. */
 #ifndef SIMDEV_H
 #define SIMDEV_H
 
+#include <dlfcn.h>
 #include <stdint.h>
 
 /* Counters of one device (or totals), as written to SIMDEV_COUNTERS_FILE. */
@@ -27,5 +27,19 @@ struct simdev_counters {
 
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);
 typedef const char *(*simdev_identify_fn)(void);
+
+/* One of the simulator's extras by name, or NULL when not running on it (a real GPU). The HIP
+ * stand-in is linked by its programs; the CUDA driver is loaded by the runtime only at its
+ * first call, so it is loaded here if need be (the runtime's own dlopen then finds it). */
+static inline void *simdev_sym(const char *name)
+{
+    void *f = dlsym(RTLD_DEFAULT, name);
+    if (!f) {
+        void *h = dlopen("libcuda.so.1", RTLD_LAZY);
+        if (h)
+            f = dlsym(h, name); /* the handle stays open, as the runtime keeps its own */
+    }
+    return f;
+}
 
 #endif

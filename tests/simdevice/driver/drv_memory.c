@@ -94,10 +94,15 @@ API CUresult cuMemAllocHost_v2(void **p, size_t n)
     return cuMemHostAlloc(p, n, 0);
 }
 
-/* Frees page-locked host memory, after waiting for the device. */
+/* Frees page-locked host memory, after waiting for the device; managed memory is refused. */
 API CUresult cuMemFreeHost(void *p)
 {
     ENTER();
+    int type, dev;
+    void *d, *h;
+    sd_pointer_info(p, &type, &dev, &d, &h);
+    if (p && type != SD_PTR_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
     return drv_ret(sd_host_free(p));
 }
 
@@ -159,12 +164,13 @@ static bool put_attr(void *data, int attr, const void *p, int type, int dev, voi
     case PA_HOST_POINTER:
         *(void **)data = hp;
         return true;
+    /* The "boolean" attributes are 32-bit: what the runtime and programs pass for them. */
     case PA_SYNC_MEMOPS:
     case PA_MAPPED:
-        *(bool *)data = known;
+        *(unsigned *)data = known;
         return true;
     case PA_IS_MANAGED:
-        *(bool *)data = type == SD_PTR_MANAGED;
+        *(unsigned *)data = type == SD_PTR_MANAGED;
         return true;
     case PA_BUFFER_ID:
         *(unsigned long long *)data = known ? (unsigned long long)(base ? base : p) : 0;
