@@ -206,6 +206,10 @@ static void add(struct simdev_counters *t, const struct simdev_counters *c)
     t->oom += c->oom;
     t->events_recorded += c->events_recorded;
     t->stream_waits += c->stream_waits;
+    t->vmm_creates += c->vmm_creates;
+    t->vmm_releases += c->vmm_releases;
+    t->maps += c->maps;
+    t->unmaps += c->unmaps;
 }
 
 int sd_get_counters(int device, struct simdev_counters *out)
@@ -232,6 +236,7 @@ static void write_counters(FILE *f, const char *prefix, const struct simdev_coun
     W(malloc_async_calls); W(free_async_calls); W(device_syncs); W(faults);
     W(invalid_frees); W(reserved_bytes); W(peak_reserved_bytes); W(oom);
     W(events_recorded); W(stream_waits);
+    W(vmm_creates); W(vmm_releases); W(maps); W(unmaps);
 #undef W
 }
 

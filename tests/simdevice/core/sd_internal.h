@@ -17,6 +17,8 @@ struct sd_config {
     int devices;
     size_t memory;
     double malloc_us, malloc_us_per_gib, free_us, async_us;
+    double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
+        vmm_unmap_us, vmm_access_us;
     int verbose;
     const char *counters_file;
 };
