@@ -176,6 +176,7 @@ int sd_device_reset(void)
             sd_dev_release(d, d->allocs.v[d->allocs.n - 1].addr);
         d->cursor = d->base;
     }
+    sd_vmm_drop_device(d);
     d->sticky = 0;
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;
