@@ -1,6 +1,6 @@
-/* hip_basic.c: the HIP stand-in, key cases: identity and ABI, asynchrony, null-stream
- * ordering, events, data round trip, bad frees (hipErrorInvalidDevicePointer), out of memory,
- * sticky faults, kernel launch refused. Run with SIMDEV_MEMORY=64M. */
+/* hip_basic.c: the HIP stand-in, key cases: identity and ABI (VMM types included), asynchrony,
+ * null-stream ordering, events, data round trip, bad frees (hipErrorInvalidDevicePointer), out
+ * of memory, sticky faults, kernel launch refused. Run with SIMDEV_MEMORY=64M. */
 #include <hip/hip_runtime_api.h>
 #include <stddef.h>
 
@@ -23,6 +23,15 @@ int main(void)
     sim_begin("simdevice hip");
     CHECK_EQ(sizeof(hipPointerAttribute_t), 32);
     CHECK_EQ(offsetof(hipPointerAttribute_t, devicePointer), 8);
+    /* The VMM types the stand-in declares in hip_front.h (its _Static_asserts pin the same). */
+    CHECK_EQ(sizeof(hipMemAllocationProp), 32);
+    CHECK_EQ(offsetof(hipMemAllocationProp, location), 4);
+    CHECK_EQ(offsetof(hipMemAllocationProp, type), 16);
+    CHECK_EQ(offsetof(hipMemAllocationProp, win32HandleMetaData), 24);
+    CHECK_EQ(sizeof(hipMemLocation), 8);
+    CHECK_EQ(sizeof(hipMemAccessDesc), 12);
+    CHECK_EQ(offsetof(hipMemAccessDesc, flags), 8);
+    CHECK_EQ(sizeof(hipMemGenericAllocationHandle_t), sizeof(void *));
     int v = 0;
     CHECK_EQ(hipRuntimeGetVersion(&v), hipSuccess);
     CHECK_EQ(v, HIP_VERSION);

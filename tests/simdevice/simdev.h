@@ -23,6 +23,10 @@ struct simdev_counters {
     uint64_t events_recorded;
     uint64_t stream_waits;        /* cudaStreamWaitEvent calls */
     uint64_t injected_faults;     /* calls failed on purpose by SIMDEV_FAIL_* */
+    uint64_t vmm_creates;         /* successful cuMemCreate/hipMemCreate on this device */
+    uint64_t vmm_releases;        /* successful cuMemRelease/hipMemRelease of its handles */
+    uint64_t maps;                /* mappings of its handles made by cuMemMap/hipMemMap */
+    uint64_t unmaps;              /* mappings of its handles removed by cuMemUnmap/hipMemUnmap */
 };
 
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);

@@ -103,6 +103,32 @@ void sd_set_owner(void *owner);
 int sd_owner_release(int dev, void *owner, int clear_fault);
 int sd_device_reset(void);
 
+/* Virtual memory management (cuMem* / hipMem*): address reservations, physical handles and the
+ * mappings between them, in units of the granularity. Codes follow the CUDA driver's docs. */
+/* Stores the allocation granularity (2 MiB, minimum and recommended alike); SD_EINVAL for a
+ * null out or a bad device. */
+int sd_vmm_granularity(size_t *out, int dev);
+/* Reserves `size` bytes (a granularity multiple) of device address space aligned to `alignment`
+ * (0: the granularity), at `hint` when that range is free; SD_ENOMEM when none is left. */
+int sd_vmm_reserve(void **ptr, size_t size, size_t alignment, uintptr_t hint);
+/* Frees the reservation that sd_vmm_reserve returned as exactly (ptr, size); SD_EINVAL when it
+ * is not one or still holds mappings. */
+int sd_vmm_free(void *ptr, size_t size);
+/* Creates `size` bytes (a granularity multiple) of physical memory on device `dev`, counted
+ * against its capacity until released and unmapped everywhere; SD_ENOMEM beyond capacity. */
+int sd_vmm_create(uint64_t *handle, size_t size, int dev);
+/* Drops the creation reference of a handle; its memory goes with its last mapping.
+ * SD_EINVAL for a handle that is not live. */
+int sd_vmm_release(uint64_t handle);
+/* Maps [offset, offset+size) of a handle at ptr, inside one reservation and over no mapping;
+ * the range stays inaccessible until sd_vmm_set_access. */
+int sd_vmm_map(void *ptr, size_t size, size_t offset, uint64_t handle);
+/* Unmaps [ptr, ptr+size), which must consist of whole mappings, after in-flight copies finish. */
+int sd_vmm_unmap(void *ptr, size_t size);
+/* Sets device `dev`'s access to the whole mappings making up [ptr, ptr+size): flags 0 none,
+ * 1 read, 3 read-write. SD_EDEVICE for a bad device. */
+int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags);
+
 /* One row of a front's error table. */
 struct sd_errname {
     int code;

@@ -44,7 +44,7 @@ struct sd_device *sd_dev_of(const void *p)
         if (d->base && a >= d->base && a - d->base < d->range)
             return d;
     }
-    return NULL;
+    return sd_vmm_dev_of(a);
 }
 
 /* Index of the first allocation whose address is > p. */
@@ -179,13 +179,18 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
 }
 
 bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,
-                         uintptr_t p, size_t n)
+                         uintptr_t p, size_t n, bool write)
 {
     struct sd_alloc *a = sd_table_find_containing(&owner->allocs, p);
     if (a && n <= a->size - (p - a->addr))
         return true;
     char why[160];
-    if (a) {
+    if (!a && sd_vmm_holds(p)) {
+        const char *no = sd_vmm_refusal(p, n, d->id, write);
+        if (!no)
+            return true;
+        snprintf(why, sizeof why, "%s", no);
+    } else if (a) {
         snprintf(why, sizeof why, "out of bounds of the allocation of %zu bytes at %p", a->size,
                  (void *)a->addr);
     } else {

@@ -103,6 +103,13 @@ static void cfg_read(void)
     sd_cfg.malloc_us_per_gib = env_us("SIMDEV_MALLOC_US_PER_GIB", 970, "970");
     sd_cfg.free_us = env_us("SIMDEV_FREE_US", 14, "14");
     sd_cfg.async_us = env_us("SIMDEV_ASYNC_US", 1, "1");
+    sd_cfg.vmm_reserve_us = env_us("SIMDEV_VMM_RESERVE_US", 19, "19");
+    sd_cfg.vmm_free_us = env_us("SIMDEV_VMM_FREE_US", 10, "10");
+    sd_cfg.vmm_create_us = env_us("SIMDEV_VMM_CREATE_US", 193, "193");
+    sd_cfg.vmm_release_us = env_us("SIMDEV_VMM_RELEASE_US", 10, "10");
+    sd_cfg.vmm_map_us = env_us("SIMDEV_VMM_MAP_US", 1.5, "1.5");
+    sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 26, "26");
+    sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 36, "36");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,
                                     "an integer >= 0 (0: off)", "0");

@@ -177,6 +177,7 @@ int sd_device_reset(void)
             sd_dev_release(d, d->allocs.v[d->allocs.n - 1].addr);
         d->cursor = d->base;
     }
+    sd_vmm_drop_device(d);
     d->sticky = 0;
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;
@@ -208,6 +209,10 @@ static void add(struct simdev_counters *t, const struct simdev_counters *c)
     t->events_recorded += c->events_recorded;
     t->stream_waits += c->stream_waits;
     t->injected_faults += c->injected_faults;
+    t->vmm_creates += c->vmm_creates;
+    t->vmm_releases += c->vmm_releases;
+    t->maps += c->maps;
+    t->unmaps += c->unmaps;
 }
 
 int sd_get_counters(int device, struct simdev_counters *out)
@@ -234,6 +239,7 @@ static void write_counters(FILE *f, const char *prefix, const struct simdev_coun
     W(malloc_async_calls); W(free_async_calls); W(device_syncs); W(faults);
     W(invalid_frees); W(reserved_bytes); W(peak_reserved_bytes); W(oom);
     W(events_recorded); W(stream_waits); W(injected_faults);
+    W(vmm_creates); W(vmm_releases); W(maps); W(unmaps);
 #undef W
 }
 

@@ -1,16 +1,17 @@
 /* sd_exec.c: what a stream worker does when an op reaches the head of its queue. Device
- * memory is checked against the live allocations first: a bad access touches nothing and
- * faults the device, as a GPU would. */
+ * memory is checked against the live allocations and VMM mappings first: a bad access touches
+ * nothing and faults the device, as a GPU would. */
 #include <string.h>
 
 #include "sd_internal.h"
 
 /* One side of a memory access: a device id (or -1 for host memory), a name for the fault
- * line, and the address. */
+ * line, the address, and whether it is written (read-only VMM mappings refuse writes). */
 struct side {
     int dev;
     const char *what;
     const void *p;
+    bool write;
 };
 
 /* Validates one side of an access (host pointers pass) and takes its device's read lock. */
@@ -20,7 +21,7 @@ static bool claim(struct sd_stream *s, const struct side *v, size_t n, struct sd
     if (v->dev < 0)
         return true;
     struct sd_device *owner = &sd_dev[v->dev];
-    if (!sd_dev_check_access(s->dev, owner, v->what, (uintptr_t)v->p, n))
+    if (!sd_dev_check_access(s->dev, owner, v->what, (uintptr_t)v->p, n, v->write))
         return false;
     pthread_rwlock_rdlock(&owner->access);
     *locked = owner;
@@ -57,8 +58,8 @@ static void exec_copy(struct sd_stream *s, struct sd_op *op)
 {
     size_t n = op->u.copy.n;
     const struct side v[2] = {
-        {op->u.copy.dst_dev, "write (memcpy destination)", op->u.copy.dst},
-        {op->u.copy.src_dev, "read (memcpy source)", op->u.copy.src},
+        {op->u.copy.dst_dev, "write (memcpy destination)", op->u.copy.dst, true},
+        {op->u.copy.src_dev, "read (memcpy source)", op->u.copy.src, false},
     };
     struct sd_device *locked[2];
     if (!n || !claim_all(s, v, 2, n, locked))
@@ -70,7 +71,7 @@ static void exec_copy(struct sd_stream *s, struct sd_op *op)
 static void exec_set(struct sd_stream *s, struct sd_op *op)
 {
     size_t n = op->u.set.n;
-    const struct side v = {op->u.set.dev, "memset", op->u.set.dst};
+    const struct side v = {op->u.set.dev, "memset", op->u.set.dst, true};
     struct sd_device *locked;
     if (!n || !claim_all(s, &v, 1, n, &locked))
         return;

@@ -17,6 +17,8 @@ struct sd_config {
     int devices;
     size_t memory;
     double malloc_us, malloc_us_per_gib, free_us, async_us;
+    double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
+        vmm_unmap_us, vmm_access_us;
     int verbose;
     const char *counters_file;
     long fail_alloc_nth; /* 0: off */
@@ -90,10 +92,25 @@ void sd_table_remove(struct sd_table *t, uintptr_t addr);
 int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out);
 /* Unmaps and forgets a live allocation. Under sd_lock. */
 void sd_dev_release(struct sd_device *d, uintptr_t addr);
-/* Checks [p, p+n) lies in one live allocation of d; else prints the fault line, makes the
- * device sticky and returns false. Under sd_lock. */
+/* Checks device d may touch [p, p+n) of owner's memory (write it when `write`): one live
+ * allocation, or VMM mappings d has access to; else prints the fault line, makes d sticky and
+ * returns false. Under sd_lock. */
 bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,
-                         uintptr_t p, size_t n);
+                         uintptr_t p, size_t n, bool write);
+
+/* The VMM address region as the rest of the core sees it (sd_vmm_space.c). All under sd_lock. */
+/* Whether p lies in the VMM address region, reserved or not. */
+bool sd_vmm_holds(uintptr_t p);
+/* The device of the mapping holding p; the current device elsewhere in the VMM region (so an
+ * access there is a device access, and faults); NULL outside the region. */
+struct sd_device *sd_vmm_dev_of(uintptr_t p);
+/* Whether p lies in a VMM mapping, accessible or not. */
+bool sd_vmm_mapped(uintptr_t p);
+/* NULL when device `dev` may touch [p, p+n) of the VMM region (write it when `write`), else
+ * why not, for the fault line. */
+const char *sd_vmm_refusal(uintptr_t p, size_t n, int dev, bool write);
+/* Unmaps and frees every physical handle of d, released or not (device reset). */
+void sd_vmm_drop_device(struct sd_device *d);
 
 /* Pointer sets for validating handles. Under sd_lock. */
 struct sd_set {

@@ -252,7 +252,8 @@ int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **h
     pthread_mutex_lock(&sd_lock);
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *h = owner ? NULL : sd_table_find_containing(&host_allocs, (uintptr_t)p);
-    if (owner && sd_table_find_containing(&owner->allocs, (uintptr_t)p)) {
+    if (owner && (sd_table_find_containing(&owner->allocs, (uintptr_t)p) ||
+                  sd_vmm_mapped((uintptr_t)p))) {
         *type = SD_PTR_DEVICE;
         *device = owner->id;
         *dptr = (void *)p;

@@ -25,6 +25,28 @@ struct hip_pointer_attribute {
     unsigned allocationFlags;
 };
 
+/* hipMemLocation of ROCm 5.2: type 1 is hipMemLocationTypeDevice, id its ordinal. */
+struct hip_mem_location {
+    int type;
+    int id;
+};
+
+/* hipMemAllocationProp of ROCm 5.2 (32 bytes). */
+struct hip_mem_allocation_prop {
+    unsigned char compressionType;
+    struct hip_mem_location location;
+    int requestedHandleType;
+    int type; /* hipMemAllocationTypePinned 1 */
+    unsigned short usage;
+    void *win32HandleMetaData;
+};
+
+/* hipMemAccessDesc of ROCm 5.2: flags 0 none, 1 read, 3 read-write. */
+struct hip_mem_access_desc {
+    struct hip_mem_location location;
+    int flags;
+};
+
 /* Maps a core code to HIP's (a bad free is hipErrorInvalidDevicePointer) and records it. */
 hipError_t hip_ret(int rc);
 

@@ -1,0 +1,83 @@
+/* hip_vmm.c: ROCm's virtual memory management calls (all in hip_5.1, as ROCm 5.2 exports them)
+ * over the core's model. HIP's opaque handle pointer carries the core's handle value. */
+#include <stdint.h>
+
+#include "hip_front.h"
+
+/* The layouts of ROCm 5.2's header; the sim suite checks the header against the same numbers. */
+_Static_assert(sizeof(struct hip_mem_allocation_prop) == 32, "hipMemAllocationProp size");
+_Static_assert(offsetof(struct hip_mem_allocation_prop, location) == 4, "prop.location");
+_Static_assert(offsetof(struct hip_mem_allocation_prop, type) == 16, "prop.type");
+_Static_assert(offsetof(struct hip_mem_allocation_prop, win32HandleMetaData) == 24, "prop.w32");
+_Static_assert(sizeof(struct hip_mem_location) == 8, "hipMemLocation size");
+_Static_assert(sizeof(struct hip_mem_access_desc) == 12, "hipMemAccessDesc size");
+_Static_assert(offsetof(struct hip_mem_access_desc, flags) == 8, "desc.flags");
+
+enum { LOCATION_DEVICE = 1, ALLOCATION_PINNED = 1 };
+
+/* The device a property names, or -1 when it is not pinned memory on a device. */
+static int prop_device(const struct hip_mem_allocation_prop *prop)
+{
+    if (!prop || prop->type != ALLOCATION_PINNED || prop->location.type != LOCATION_DEVICE)
+        return -1;
+    return prop->location.id;
+}
+
+/* The granularity (2 MiB) for memory the property describes; option 0 minimum, 1 recommended. */
+API hipError_t hipMemGetAllocationGranularity(size_t *g, const struct hip_mem_allocation_prop *prop, int option)
+{
+    if (option != 0 && option != 1)
+        return hip_ret(SD_EINVAL);
+    return hip_ret(sd_vmm_granularity(g, prop_device(prop)));
+}
+
+/* Reserves device address space; addr is a hint; flags must be 0. */
+API hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment, void *addr, unsigned long long flags)
+{
+    if (flags)
+        return hip_ret(SD_EINVAL);
+    return hip_ret(sd_vmm_reserve(ptr, size, alignment, (uintptr_t)addr));
+}
+
+/* Frees a whole reservation that holds no mapping. */
+API hipError_t hipMemAddressFree(void *ptr, size_t size) { return hip_ret(sd_vmm_free(ptr, size)); }
+
+/* Creates physical memory on the property's device, counted against its capacity. */
+API hipError_t hipMemCreate(void **handle, size_t size, const struct hip_mem_allocation_prop *prop, unsigned long long flags)
+{
+    if (flags || !prop || prop->type != ALLOCATION_PINNED || prop->location.type != LOCATION_DEVICE)
+        return hip_ret(SD_EINVAL);
+    uint64_t h = 0;
+    int rc = sd_vmm_create(handle ? &h : NULL, size, prop->location.id);
+    if (!rc)
+        *handle = (void *)(uintptr_t)h;
+    return hip_ret(rc);
+}
+
+/* Releases a handle; its memory goes with its last mapping. */
+API hipError_t hipMemRelease(void *handle) { return hip_ret(sd_vmm_release((uintptr_t)handle)); }
+
+/* Maps a handle into a reservation, inaccessible until hipMemSetAccess; flags must be 0. */
+API hipError_t hipMemMap(void *ptr, size_t size, size_t offset, void *handle, unsigned long long flags)
+{
+    if (flags)
+        return hip_ret(SD_EINVAL);
+    return hip_ret(sd_vmm_map(ptr, size, offset, (uintptr_t)handle));
+}
+
+/* Unmaps whole mappings after in-flight copies finish. */
+API hipError_t hipMemUnmap(void *ptr, size_t size) { return hip_ret(sd_vmm_unmap(ptr, size)); }
+
+/* Sets each described device's access to the whole mappings making up the range. */
+API hipError_t hipMemSetAccess(void *ptr, size_t size, const struct hip_mem_access_desc *desc, size_t count)
+{
+    if (!desc || !count)
+        return hip_ret(SD_EINVAL);
+    for (size_t i = 0; i < count; i++)
+        if (desc[i].location.type != LOCATION_DEVICE)
+            return hip_ret(SD_EINVAL);
+    int rc = SD_OK;
+    for (size_t i = 0; i < count && !rc; i++)
+        rc = sd_vmm_set_access(ptr, size, desc[i].location.id, desc[i].flags);
+    return hip_ret(rc);
+}
