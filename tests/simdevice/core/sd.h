@@ -105,6 +105,17 @@ int sd_device_reset(void);
 
 /* Virtual memory management (cuMem* / hipMem*): address reservations, physical handles and the
  * mappings between them, in units of the granularity. Codes follow the CUDA driver's docs. */
+/* An access descriptor as both CUDA (CUmemAccessDesc) and HIP (hipMemAccessDesc) lay it out:
+ * a location (type 1 = device, id = ordinal) and protection flags (0, 1 read, 3 read-write). */
+struct sd_vmm_access {
+    int loc_type, loc_id, flags;
+};
+/* The device of an allocation property that names pinned memory (type 1) on a device location
+ * (type 1), or -1 for anything else. */
+int sd_vmm_prop_device(int alloc_type, int loc_type, int loc_id);
+/* Applies n access descriptors to [ptr, ptr+size); SD_EINVAL for none or a non-device one. */
+int sd_vmm_set_access_list(void *ptr, size_t size, const struct sd_vmm_access *d, size_t n);
+
 /* Stores the allocation granularity (2 MiB, minimum and recommended alike); SD_EINVAL for a
  * null out or a bad device. */
 int sd_vmm_granularity(size_t *out, int dev);

@@ -219,3 +219,23 @@ void sd_vmm_drop_device(struct sd_device *d)
         vmm_phys_put(ph);
     }
 }
+
+int sd_vmm_prop_device(int alloc_type, int loc_type, int loc_id)
+{
+    enum { PINNED = 1, DEVICE = 1 };
+    return alloc_type == PINNED && loc_type == DEVICE ? loc_id : -1;
+}
+
+int sd_vmm_set_access_list(void *ptr, size_t size, const struct sd_vmm_access *d, size_t n)
+{
+    enum { DEVICE = 1 };
+    if (!d || !n)
+        return SD_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (d[i].loc_type != DEVICE)
+            return SD_EINVAL;
+    int rc = SD_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = sd_vmm_set_access(ptr, size, d[i].loc_id, d[i].flags);
+    return rc;
+}

@@ -13,14 +13,10 @@ _Static_assert(sizeof(struct hip_mem_location) == 8, "hipMemLocation size");
 _Static_assert(sizeof(struct hip_mem_access_desc) == 12, "hipMemAccessDesc size");
 _Static_assert(offsetof(struct hip_mem_access_desc, flags) == 8, "desc.flags");
 
-enum { LOCATION_DEVICE = 1, ALLOCATION_PINNED = 1 };
-
 /* The device a property names, or -1 when it is not pinned memory on a device. */
 static int prop_device(const struct hip_mem_allocation_prop *prop)
 {
-    if (!prop || prop->type != ALLOCATION_PINNED || prop->location.type != LOCATION_DEVICE)
-        return -1;
-    return prop->location.id;
+    return prop ? sd_vmm_prop_device(prop->type, prop->location.type, prop->location.id) : -1;
 }
 
 /* The granularity (2 MiB) for memory the property describes; option 0 minimum, 1 recommended. */
@@ -45,10 +41,11 @@ API hipError_t hipMemAddressFree(void *ptr, size_t size) { return hip_ret(sd_vmm
 /* Creates physical memory on the property's device, counted against its capacity. */
 API hipError_t hipMemCreate(void **handle, size_t size, const struct hip_mem_allocation_prop *prop, unsigned long long flags)
 {
-    if (flags || !prop || prop->type != ALLOCATION_PINNED || prop->location.type != LOCATION_DEVICE)
+    int dev = prop_device(prop);
+    if (flags || dev < 0)
         return hip_ret(SD_EINVAL);
     uint64_t h = 0;
-    int rc = sd_vmm_create(handle ? &h : NULL, size, prop->location.id);
+    int rc = sd_vmm_create(handle ? &h : NULL, size, dev);
     if (!rc)
         *handle = (void *)(uintptr_t)h;
     return hip_ret(rc);
@@ -71,13 +68,6 @@ API hipError_t hipMemUnmap(void *ptr, size_t size) { return hip_ret(sd_vmm_unmap
 /* Sets each described device's access to the whole mappings making up the range. */
 API hipError_t hipMemSetAccess(void *ptr, size_t size, const struct hip_mem_access_desc *desc, size_t count)
 {
-    if (!desc || !count)
-        return hip_ret(SD_EINVAL);
-    for (size_t i = 0; i < count; i++)
-        if (desc[i].location.type != LOCATION_DEVICE)
-            return hip_ret(SD_EINVAL);
-    int rc = SD_OK;
-    for (size_t i = 0; i < count && !rc; i++)
-        rc = sd_vmm_set_access(ptr, size, desc[i].location.id, desc[i].flags);
-    return hip_ret(rc);
+    _Static_assert(sizeof *desc == sizeof(struct sd_vmm_access), "one access layout");
+    return hip_ret(sd_vmm_set_access_list(ptr, size, (const struct sd_vmm_access *)desc, count));
 }
