@@ -1,51 +1,38 @@
-/* Build-time proof that cuda_abi.h matches the CUDA toolkit's headers: every constant, size and
- * prototype the shim relies on. Compiled only where the toolkit is present; a mismatch fails the
- * build. Compiled twice: once plain, once with CUDA_API_PER_THREAD_DEFAULT_STREAM, where the
- * toolkit declares the _ptsz forms. The pointer-valued constants cannot be checked by a static
- * assertion in C, so main() checks them and the program runs as a test. */
-#include <cuda_runtime_api.h>
+/* Build-time proof that cuda_abi.h matches the CUDA toolkit's cuda.h: every constant and
+ * prototype of the driver entry points the shim serves. Compiled only where the toolkit is
+ * present; a mismatch fails the build. The toolkit's internal view declares every versioned
+ * name as itself (no renaming macros); a _ptsz form has its legacy form's prototype. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cuda_abi.h"
 
-#define CA_SAME_PROTO(name, params)                                                           \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(name), ca_rt_err params),          \
+#define CA_SAME_PROTO(name, base, version, flags, proto, params)                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(proto), ca_rt_err params),         \
                    #name " differs from the toolkit's prototype");
+CUABI_SERVED(CA_SAME_PROTO)
 
-#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
-CUABI_INTERPOSED_PTSZ(CA_SAME_PROTO)
-#else
-CUABI_INTERPOSED(CA_SAME_PROTO)
-CUABI_CALLED(CA_SAME_PROTO)
-#endif
-
-_Static_assert(__builtin_types_compatible_p(cudaError_t, ca_rt_err), "cudaError_t is not unsigned int");
-_Static_assert(sizeof(cudaError_t) == sizeof(ca_rt_err), "cudaError_t size");
-_Static_assert(__builtin_types_compatible_p(cudaStream_t, cuabi_stream_t), "cudaStream_t");
-_Static_assert(__builtin_types_compatible_p(cudaEvent_t, cuabi_event_t), "cudaEvent_t");
-_Static_assert(sizeof(cudaStream_t) == sizeof(void *), "cudaStream_t size");
-_Static_assert(cudaSuccess == CUABI_SUCCESS, "cudaSuccess");
-_Static_assert(cudaErrorInvalidValue == CUABI_ERROR_INVALID_VALUE, "cudaErrorInvalidValue");
-_Static_assert(cudaErrorMemoryAllocation == CUABI_ERROR_MEMORY_ALLOCATION, "cudaErrorMemoryAllocation");
-_Static_assert(cudaErrorInitializationError == CUABI_ERROR_INITIALIZATION, "cudaErrorInitializationError");
-_Static_assert(cudaErrorInvalidDevicePointer == CUABI_ERROR_INVALID_DEVICE_POINTER, "cudaErrorInvalidDevicePointer");
-_Static_assert(cudaErrorNotReady == CUABI_ERROR_NOT_READY, "cudaErrorNotReady");
-_Static_assert(cudaStreamNonBlocking == CUABI_STREAM_NON_BLOCKING, "cudaStreamNonBlocking");
-_Static_assert(cudaEventDisableTiming == CUABI_EVENT_DISABLE_TIMING, "cudaEventDisableTiming");
+_Static_assert(__builtin_types_compatible_p(CUresult, ca_rt_err), "CUresult is not unsigned int");
+_Static_assert(__builtin_types_compatible_p(CUdeviceptr, cuabi_deviceptr), "CUdeviceptr");
+_Static_assert(__builtin_types_compatible_p(CUstream, cuabi_stream_t), "CUstream");
+_Static_assert(__builtin_types_compatible_p(CUcontext, cuabi_context_t), "CUcontext");
+_Static_assert(CUDA_SUCCESS == CUABI_SUCCESS, "CUDA_SUCCESS");
+_Static_assert(CUDA_ERROR_INVALID_VALUE == CUABI_ERROR_INVALID_VALUE, "INVALID_VALUE");
+_Static_assert(CUDA_ERROR_OUT_OF_MEMORY == CUABI_ERROR_OUT_OF_MEMORY, "OUT_OF_MEMORY");
+_Static_assert(CUDA_ERROR_NOT_INITIALIZED == CUABI_ERROR_NOT_INITIALIZED, "NOT_INITIALIZED");
+_Static_assert(CUDA_ERROR_INVALID_CONTEXT == CUABI_ERROR_INVALID_CONTEXT, "INVALID_CONTEXT");
+_Static_assert(CUDA_ERROR_NOT_FOUND == CUABI_ERROR_NOT_FOUND, "NOT_FOUND");
+_Static_assert(CUDA_ERROR_NOT_READY == CUABI_ERROR_NOT_READY, "NOT_READY");
+_Static_assert(CU_STREAM_NON_BLOCKING == CUABI_STREAM_NON_BLOCKING, "CU_STREAM_NON_BLOCKING");
+_Static_assert(CU_EVENT_DISABLE_TIMING == CUABI_EVENT_DISABLE_TIMING, "CU_EVENT_DISABLE_TIMING");
+_Static_assert(CU_GET_PROC_ADDRESS_LEGACY_STREAM == CUABI_GPA_LEGACY, "legacy lookup flag");
+_Static_assert(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM == CUABI_GPA_PER_THREAD,
+               "per-thread lookup flag");
 
 int main(void)
 {
-    int bad = 0;
-    if ((uintptr_t)cudaStreamLegacy != CUABI_STREAM_LEGACY_VALUE) {
-        fprintf(stderr, "cudaStreamLegacy is %p, the shim assumes %#x\n", (void *)cudaStreamLegacy,
-                CUABI_STREAM_LEGACY_VALUE);
-        bad = 1;
-    }
-    if ((uintptr_t)cudaStreamPerThread != CUABI_STREAM_PER_THREAD_VALUE) {
-        fprintf(stderr, "cudaStreamPerThread is %p, the shim assumes %#x\n",
-                (void *)cudaStreamPerThread, CUABI_STREAM_PER_THREAD_VALUE);
-        bad = 1;
-    }
-    return bad;
+    /* The pointer-valued stream constants are checked here, where they can be. */
+    return (uintptr_t)CU_STREAM_LEGACY != CUABI_STREAM_LEGACY_VALUE ||
+           (uintptr_t)CU_STREAM_PER_THREAD != CUABI_STREAM_PER_THREAD_VALUE;
 }

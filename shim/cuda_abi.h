@@ -1,62 +1,69 @@
-/* The slice of the CUDA runtime ABI (libcudart.so.13) the shim needs, declared without the
+/* The slice of the CUDA driver ABI (libcuda.so.1) the shim needs, declared without the
  * toolkit so that the shim builds without it. abi_check_cuda.c holds every value and prototype
- * here against the real headers when they are present. */
+ * here against the toolkit's cuda.h when it is present. */
 #ifndef CACHEALLOC_SHIM_CUDA_ABI_H
 #define CACHEALLOC_SHIM_CUDA_ABI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime.h"
 
-/* cudaError_t values (driver_types.h). */
+/* CUresult values. */
 #define CUABI_SUCCESS 0u
 #define CUABI_ERROR_INVALID_VALUE 1u
-#define CUABI_ERROR_MEMORY_ALLOCATION 2u
-#define CUABI_ERROR_INITIALIZATION 3u
-#define CUABI_ERROR_INVALID_DEVICE_POINTER 17u
+#define CUABI_ERROR_OUT_OF_MEMORY 2u
+#define CUABI_ERROR_NOT_INITIALIZED 3u
+#define CUABI_ERROR_INVALID_CONTEXT 201u
+#define CUABI_ERROR_NOT_FOUND 500u
 #define CUABI_ERROR_NOT_READY 600u
 
 /* Same struct tags as the toolkit, so the types are the toolkit's own. */
+typedef unsigned long long cuabi_deviceptr;
 typedef struct CUstream_st *cuabi_stream_t;
-typedef struct CUevent_st *cuabi_event_t;
+typedef struct CUctx_st *cuabi_context_t;
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
-#define CUABI_STREAM_NON_BLOCKING 0x01u
-#define CUABI_EVENT_DISABLE_TIMING 0x02u
+#define CUABI_STREAM_NON_BLOCKING 0x1u
+#define CUABI_EVENT_DISABLE_TIMING 0x2u
+#define CUABI_GPA_LEGACY 1
+#define CUABI_GPA_PER_THREAD 2
 
-/* Every symbol the shim exports for CUDA programs: X(name, parameter list). All return
- * cudaError_t. */
-#define CUABI_INTERPOSED(X)                                                                   \
-    X(cudaMalloc, (void **devPtr, size_t size))                                               \
-    X(cudaFree, (void *devPtr))                                                               \
-    X(cudaMallocAsync, (void **devPtr, size_t size, cuabi_stream_t hStream))                  \
-    X(cudaFreeAsync, (void *devPtr, cuabi_stream_t hStream))                                  \
-    X(cudaMemGetInfo, (size_t *free, size_t *total))                                          \
-    X(cudaDeviceReset, (void))                                                                \
-    X(cudaDeviceSynchronize, (void))                                                          \
-    X(cudaStreamCreate, (cuabi_stream_t *pStream))                                            \
-    X(cudaStreamCreateWithFlags, (cuabi_stream_t *pStream, unsigned int flags))               \
-    X(cudaStreamCreateWithPriority, (cuabi_stream_t *pStream, unsigned int flags, int priority)) \
-    X(cudaStreamDestroy, (cuabi_stream_t stream))
-
-/* The per-thread-default-stream forms (the toolkit declares them only under
- * CUDA_API_PER_THREAD_DEFAULT_STREAM, where they replace the names above). */
-#define CUABI_INTERPOSED_PTSZ(X)                                                              \
-    X(cudaMallocAsync_ptsz, (void **devPtr, size_t size, cuabi_stream_t hStream))             \
-    X(cudaFreeAsync_ptsz, (void *devPtr, cuabi_stream_t hStream))
-
-/* Real functions the shim calls besides the interposed ones. */
-#define CUABI_CALLED(X)                                                                       \
-    X(cudaGetDevice, (int *device))                                                           \
-    X(cudaSetDevice, (int device))                                                            \
-    X(cudaEventCreateWithFlags, (cuabi_event_t *event, unsigned int flags))                   \
-    X(cudaEventRecord, (cuabi_event_t event, cuabi_stream_t stream))                          \
-    X(cudaEventQuery, (cuabi_event_t event))                                                  \
-    X(cudaEventSynchronize, (cuabi_event_t event))                                            \
-    X(cudaEventDestroy, (cuabi_event_t event))                                                \
-    X(cudaStreamWaitEvent, (cuabi_stream_t stream, cuabi_event_t event, unsigned int flags))  \
-    X(cudaStreamGetFlags, (cuabi_stream_t hStream, unsigned int *flags))                      \
-    X(cudaGetLastError, (void))
+/* Every driver entry point the shim serves: X(exported name, base name, ABI version, lookup
+ * flags, the toolkit's declaration it must match, parameter list). All return CUresult. */
+#define CUABI_SERVED(X)                                                                       \
+    X(cuMemAlloc_v2, "cuMemAlloc", 3020, CUABI_GPA_LEGACY, cuMemAlloc_v2,                    \
+      (cuabi_deviceptr * dptr, size_t bytesize))                                              \
+    X(cuMemFree_v2, "cuMemFree", 3020, CUABI_GPA_LEGACY, cuMemFree_v2, (cuabi_deviceptr dptr)) \
+    X(cuMemAllocAsync, "cuMemAllocAsync", 11020, CUABI_GPA_LEGACY, cuMemAllocAsync,           \
+      (cuabi_deviceptr * dptr, size_t bytesize, cuabi_stream_t hStream))                      \
+    X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, CUABI_GPA_PER_THREAD, cuMemAllocAsync,  \
+      (cuabi_deviceptr * dptr, size_t bytesize, cuabi_stream_t hStream))                      \
+    X(cuMemFreeAsync, "cuMemFreeAsync", 11020, CUABI_GPA_LEGACY, cuMemFreeAsync,              \
+      (cuabi_deviceptr dptr, cuabi_stream_t hStream))                                         \
+    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, CUABI_GPA_PER_THREAD, cuMemFreeAsync,     \
+      (cuabi_deviceptr dptr, cuabi_stream_t hStream))                                         \
+    X(cuMemGetInfo_v2, "cuMemGetInfo", 3020, CUABI_GPA_LEGACY, cuMemGetInfo_v2,               \
+      (size_t * free, size_t * total))                                                        \
+    X(cuStreamCreate, "cuStreamCreate", 2000, CUABI_GPA_LEGACY, cuStreamCreate,               \
+      (cuabi_stream_t * phStream, unsigned int Flags))                                        \
+    X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 5050, CUABI_GPA_LEGACY,       \
+      cuStreamCreateWithPriority, (cuabi_stream_t * phStream, unsigned int flags, int priority)) \
+    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, CUABI_GPA_LEGACY, cuStreamDestroy_v2,      \
+      (cuabi_stream_t hStream))                                                               \
+    X(cuCtxSynchronize, "cuCtxSynchronize", 2000, CUABI_GPA_LEGACY, cuCtxSynchronize, (void)) \
+    X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, CUABI_GPA_LEGACY, cuCtxSynchronize_v2,  \
+      (cuabi_context_t ctx))                                                                  \
+    X(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, CUABI_GPA_LEGACY,             \
+      cuDevicePrimaryCtxReset, (int dev))                                                     \
+    X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, CUABI_GPA_LEGACY,         \
+      cuDevicePrimaryCtxReset_v2, (int dev))                                                  \
+    X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, CUABI_GPA_LEGACY, cuCtxDestroy_v2,               \
+      (cuabi_context_t ctx))                                                                  \
+    X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
+      (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
+    X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \
+      (const char *symbol, void **pfn, int cudaVersion, uint64_t flags, unsigned *symbolStatus))
 
 #endif

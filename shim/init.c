@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "driver_ctx.h"
 #include "leak.h"
 #include "ptsz_scan.h"
 #include "init.h"
@@ -46,6 +47,7 @@ static void after_fork_child(void)
             ca_arena_forget(rt->arena);
     }
     ca_streams_after_fork();
+    ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
     /* The parent's segment and monitor thread are not the child's; the child publishes its
      * own segment at its first allocation. */
@@ -122,7 +124,7 @@ const ca_options *ca_shim_options(void)
 /* Under rt->init_lock: find the runtime and make the arena, or say why not. */
 static void open_runtime(ca_runtime *rt)
 {
-    switch (ca_real_resolve(rt)) {
+    switch (rt->resolve != NULL ? rt->resolve(rt) : ca_real_resolve(rt)) {
     case CA_REAL_OK: {
         ca_backend be;
         ca_backend_make(rt, &be);

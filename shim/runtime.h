@@ -72,6 +72,8 @@ typedef struct ca_runtime {
     const char *api;             /* "cuda" or "hip": the stats segment's API name          */
     const ca_rt_sym *syms;       /* terminated by a NULL name; syms[0], the allocation
                                   * function, identifies the runtime's object              */
+    int (*resolve)(struct ca_runtime *rt); /* fills fn its own way (the CUDA driver), returning
+                                  * a CA_REAL_* code; NULL: found by syms (real.c)          */
     ca_rt_codes codes;
     void *legacy_stream;         /* handle meaning the legacy default stream to the runtime */
     void *per_thread_stream;     /* handle meaning the calling thread's default stream      */

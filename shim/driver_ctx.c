@@ -1,0 +1,112 @@
+/* Context slots. The table is read without a lock on every call (a thread remembers its last
+ * context and slot, checked against the table); a new context takes the lock once. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "arena.h"
+#include "driver_ctx.h"
+#include "driver_real.h"
+
+#define CUDA_ERROR_INVALID_CONTEXT 201u
+
+static _Atomic(void *) slots[CA_MAX_DEVICES];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static _Thread_local void *tl_ctx;
+static _Thread_local int tl_slot = -1;
+
+void *ca_drv_primary_of(int dev)
+{
+    const ca_drv_fns *f = ca_drv_fns_get();
+    unsigned flags;
+    int active = 0;
+    void *ctx = NULL;
+    /* Retaining an inactive primary context would create it: only an active one is asked. */
+    if (f == NULL || f->primary_get_state(dev, &flags, &active) != 0 || !active ||
+        f->primary_retain(&ctx, dev) != 0)
+        return NULL;
+    f->primary_release(dev);
+    return ctx;
+}
+
+int ca_drv_slot_of(void *ctx)
+{
+    for (int i = 0; i < CA_MAX_DEVICES; i++)
+        if (atomic_load_explicit(&slots[i], memory_order_acquire) == ctx)
+            return i;
+    return -1;
+}
+
+/* A slot for the current context ctx, first met now: its device's ordinal when it is that
+ * device's primary context and the ordinal is free, else the highest free slot. */
+static int claim(void *ctx)
+{
+    const ca_drv_fns *f = ca_drv_fns_get();
+    int dev = -1;
+    if (f != NULL && (f->ctx_get_device(&dev) != 0 || ca_drv_primary_of(dev) != ctx))
+        dev = -1;
+    pthread_mutex_lock(&slots_lock);
+    int slot = ca_drv_slot_of(ctx);
+    if (slot < 0 && dev >= 0 && dev < CA_MAX_DEVICES && atomic_load(&slots[dev]) == NULL)
+        slot = dev;
+    for (int i = CA_MAX_DEVICES - 1; slot < 0 && i >= 0; i--)
+        if (atomic_load(&slots[i]) == NULL)
+            slot = i;
+    if (slot >= 0)
+        atomic_store_explicit(&slots[slot], ctx, memory_order_release);
+    pthread_mutex_unlock(&slots_lock);
+    return slot;
+}
+
+ca_rt_err ca_drv_get_slot(int *slot)
+{
+    const ca_drv_fns *f = ca_drv_fns_get();
+    void *ctx = NULL;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ca_rt_err e = f->ctx_get_current(&ctx);
+    if (e != 0)
+        return e;
+    if (ctx == NULL) {
+        *slot = CA_SLOT_NONE;
+        return 0;
+    }
+    if (ctx != tl_ctx || tl_slot < 0 ||
+        atomic_load_explicit(&slots[tl_slot], memory_order_acquire) != ctx) {
+        int s = ca_drv_slot_of(ctx);
+        tl_ctx = ctx;
+        tl_slot = s >= 0 ? s : claim(ctx);
+    }
+    *slot = tl_slot;
+    return 0;
+}
+
+ca_rt_err ca_drv_set_slot(int slot)
+{
+    const ca_drv_fns *f = ca_drv_fns_get();
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (slot == CA_SLOT_NONE)
+        return f->ctx_set_current(NULL);
+    if (slot < 0 || slot >= CA_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    void *ctx = atomic_load_explicit(&slots[slot], memory_order_acquire);
+    return ctx != NULL ? f->ctx_set_current(ctx) : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+void ca_drv_slot_drop(int slot)
+{
+    if (slot >= 0 && slot < CA_MAX_DEVICES)
+        atomic_store_explicit(&slots[slot], NULL, memory_order_release);
+}
+
+void ca_drv_slots_after_fork(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    slots_lock = fresh;
+    for (int i = 0; i < CA_MAX_DEVICES; i++)
+        atomic_store(&slots[i], NULL);
+    tl_ctx = NULL;
+    tl_slot = -1;
+}

@@ -1,0 +1,17 @@
+/* The CUDA door at the driver API: the driver entry points the cache serves, handed out in
+ * place of the real ones wherever a program or a runtime looks them up. */
+#ifndef CACHEALLOC_SHIM_DRIVER_DOOR_H
+#define CACHEALLOC_SHIM_DRIVER_DOOR_H
+
+/* The index of a served driver symbol name (as exported, e.g. "cuMemAlloc_v2"), or -1. */
+int ca_drv_served_index(const char *name);
+
+/* dlsym(handle, name) for the served name of index i: the shim's entry point when the handle
+ * resolves the name to the real driver, else what the real dlsym says. */
+void *ca_drv_served_dlsym(int i, void *handle, const char *name);
+
+/* The CUDA driver's descriptor, once the program has called it (NULL before). */
+struct ca_runtime;
+struct ca_runtime *ca_drv_runtime(void);
+
+#endif
