@@ -11,7 +11,7 @@
 #include "runtime.h"
 
 /* Interposed: the real dlsym, except for the served driver names looked up on a handle. */
-CA_EXPORT void *dlsym(void *handle, const char *name)
+CA_EXPORT CA_BEFORE_SANITIZERS void *dlsym(void *handle, const char *name)
 {
     /* The pseudo-handles depend on the caller, and a program asking them for a driver name
      * finds the shim's exported entry points anyway. */

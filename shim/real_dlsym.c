@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "real_dlsym.h"
+#include "runtime.h"
 
 static _Atomic(ca_dlsym_fn) real;
 
-ca_dlsym_fn ca_real_dlsym(void)
+CA_BEFORE_SANITIZERS ca_dlsym_fn ca_real_dlsym(void)
 {
     ca_dlsym_fn f = atomic_load_explicit(&real, memory_order_acquire);
     if (f != NULL)

@@ -21,6 +21,11 @@ typedef unsigned int ca_rt_err;
 /* The library is built with -fvisibility=hidden; this marks the symbols exports.map lets out. */
 #define CA_EXPORT __attribute__((visibility("default")))
 
+/* Code that runs before a sanitizer runtime has set itself up: AddressSanitizer looks up its
+ * interceptors' real functions with dlsym(RTLD_NEXT, ...) during its own start, when its shadow
+ * memory does not exist yet, and that dlsym is the shim's. */
+#define CA_BEFORE_SANITIZERS __attribute__((no_sanitize_address))
+
 /* The real functions. Identical shapes for both runtimes; NULL where a runtime lacks one. */
 typedef struct ca_rt_fns {
     ca_rt_err (*malloc)(void **ptr, size_t size);

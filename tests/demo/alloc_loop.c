@@ -1,7 +1,7 @@
 /* The classic case a caching allocator exists for (AMDGPU.jl's documentation of its caching
  * allocator: a 2 GiB buffer allocated, used and freed 1000 times). Plain CUDA runtime API,
- * compiled against the real headers: it runs the same on a GPU, on the simulated device, and
- * under LD_PRELOAD=libcachealloc.so.
+ * compiled against the real headers and linked with the static runtime, as plain nvcc links:
+ * it runs the same on a GPU, on the simulated device, and under LD_PRELOAD=libcachealloc.so.
  *
  *   alloc_loop [iterations] [bytes]       (defaults: 1000, 2 GiB)
  *   ALLOC_LOOP_HOLD_MS=N: stay alive N ms after the loop (to be watched by cachealloc-top)
