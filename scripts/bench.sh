@@ -152,6 +152,29 @@ for t in "${traces[@]}"; do
     done
 done
 
+# ------------------------------------------- a process that never uses a GPU: the preload's cost
+# The dlsym and dlopen hooks are in every process that inherits LD_PRELOAD; a CPU-only Python
+# that imports modules doing many lookups must not notice them. Median of alternating runs.
+inert_runs=21
+inert_cmd=(python3 -c 'import json, ssl, sqlite3')
+commands+=("${inert_cmd[*]}  and  LD_PRELOAD=$shim ${inert_cmd[*]}  (median of $inert_runs each, alternating)")
+inert_times() {  # prints "plain_ms preload_ms"
+    local i
+    for ((i = 0; i < inert_runs; i++)); do
+        for pre in "" "$shim"; do
+            local t0 t1
+            t0=$(date +%s%N)
+            LD_PRELOAD=$pre "${inert_cmd[@]}"
+            t1=$(date +%s%N)
+            echo "${pre:+p} $(( (t1 - t0) / 1000 ))"
+        done
+    done | awk '{ if ($1 == "p") p[np++] = $2; else q[nq++] = $1 }
+        function med(a, n,   i, j, t) { for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
+            if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return a[int(n / 2)] }
+        END { printf "%.2f %.2f\n", med(q, nq) / 1000, med(p, np) / 1000 }'
+}
+read -r inert_plain inert_preload < <(inert_times)
+
 # ---------------------------------------------------------------- report
 echo "cachealloc benchmarks  ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, buildtype=$buildtype)"
 echo
@@ -194,6 +217,9 @@ done
 echo "  vs plain / vs cub: speed-up of the row's wall time (higher is faster); mallocs, frees,"
 echo "  syncs: the simulated driver's cudaMalloc and cudaFree calls and device synchronizations"
 echo "  during the replay; frag = 1 - peak live / peak reserved."
+echo
+echo "A process that never uses a GPU ($inert_runs runs each, median wall time):"
+echo "  ${inert_cmd[*]}: ${inert_plain} ms plain, ${inert_preload} ms with LD_PRELOAD=libcachealloc.so"
 echo
 echo "Commands:"
 for c in "${commands[@]}"; do
