@@ -133,6 +133,9 @@ static int drv_resolve(ca_runtime *rt);
 
 static ca_runtime drv_rt = {
     .api = "cuda",
+    .door = "CUDA at the driver API",
+    .real_what = "driver",
+    .found_how = ca_drv_found_how,
     .syms = (const ca_rt_sym[]){{offsetof(ca_rt_fns, malloc), "cuMemAlloc_v2", 1}, {0, NULL, 0}},
     .resolve = drv_resolve,
     .codes = {

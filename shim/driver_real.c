@@ -13,16 +13,24 @@
 
 static _Atomic(void *) drv_handle;
 static _Atomic(ca_gpa_v2_fn) real_gpa;
+static atomic_int by_hook; /* 1: a runtime's own dlsym of cuGetProcAddress_v2 named it */
 
 void ca_drv_note(void *handle, const char *name, void *p)
 {
     if (p == NULL || strcmp(name, "cuGetProcAddress_v2") != 0)
         return;
+    atomic_store(&by_hook, 1);
     ca_gpa_v2_fn f;
     memcpy(&f, &p, sizeof f);
     ca_gpa_v2_fn none = NULL;
     if (atomic_compare_exchange_strong(&real_gpa, &none, f))
         atomic_store(&drv_handle, handle);
+}
+
+const char *ca_drv_found_how(void)
+{
+    return atomic_load(&by_hook) ? "found through the program's dlsym and cuGetProcAddress"
+                                 : "found loaded in the process (linked with -lcuda)";
 }
 
 /* The driver's handle and lookup, looked for among the loaded objects when the hook has seen
@@ -39,6 +47,7 @@ static void find_driver(void)
     void *p = ca_real_dlsym()(h, "cuGetProcAddress_v2");
     if (p != NULL)
         ca_drv_note(h, "cuGetProcAddress_v2", p);
+    atomic_store(&by_hook, 0);
 }
 
 void *ca_drv_lookup(const char *base, int version, int flags, const char *exported)

@@ -30,6 +30,9 @@ void ca_drv_note(void *handle, const char *name, void *p);
  * driver is loaded). */
 void *ca_drv_lookup(const char *base, int version, int flags, const char *exported);
 
+/* How the driver was found, for CACHEALLOC_VERBOSE. */
+const char *ca_drv_found_how(void);
+
 /* The functions of ca_drv_fns, once the driver is loaded; NULL before, or when one is missing. */
 const ca_drv_fns *ca_drv_fns_get(void);
 

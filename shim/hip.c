@@ -37,6 +37,8 @@ static const ca_rt_sym hip_syms[] = {
 
 static ca_runtime hip_rt = {
     .api = "hip",
+    .door = "HIP at the runtime API",
+    .real_what = "runtime",
     .syms = hip_syms,
     .codes = {
         .success = HIPABI_SUCCESS,

@@ -17,6 +17,7 @@
 #include "stats_writer.h"
 #include "streams.h"
 #include "trace.h"
+#include "verbose.h"
 
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 static ca_options opts;
@@ -59,15 +60,16 @@ static void after_fork_child(void)
     }
 }
 
-/* At exit (never a device call): the leak report of every arena, the rest of the timeline. */
+/* At exit, by exit or quick_exit (never a device call): the leak report and the verbose
+ * summary of every arena, the rest of the timeline. */
 static void at_exit_reports(void)
 {
-    if (opts.leak_check != CA_LEAK_OFF) {
-        for (int i = 0; i < CA_RT_SLOTS; i++) {
-            ca_runtime *rt = atomic_load(&slots[i]);
-            if (rt != NULL)
-                ca_leak_report(rt->arena, rt->api, stderr);
-        }
+    for (int i = 0; i < CA_RT_SLOTS; i++) {
+        ca_runtime *rt = atomic_load(&slots[i]);
+        if (rt != NULL && opts.leak_check != CA_LEAK_OFF)
+            ca_leak_report(rt->arena, rt->api, stderr);
+        if (rt != NULL && opts.verbose)
+            ca_verbose_summary(stderr, rt);
     }
     /* Flushed, not closed: other threads may still allocate while the process exits. */
     ca_trace_flush(trace);
@@ -82,8 +84,10 @@ static void load_options(void)
         config.trace = ca_trace_event;
         config.trace_ctx = trace;
     }
-    if (opts.leak_check != CA_LEAK_OFF || trace != NULL)
+    if (opts.leak_check != CA_LEAK_OFF || trace != NULL || opts.verbose) {
         atexit(at_exit_reports);
+        at_quick_exit(at_exit_reports);
+    }
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
@@ -130,6 +134,8 @@ static void open_runtime(ca_runtime *rt)
         ca_backend_make(rt, &be);
         rt->arena = ca_arena_create(&be, &config);
         if (rt->arena != NULL) {
+            if (opts.verbose)
+                ca_verbose_start(stderr, rt, &opts);
             scan_imports(rt);
             atomic_store(&slots[rt->slot], rt);
             atomic_store_explicit(&rt->ready, 1, memory_order_release);

@@ -405,7 +405,9 @@ static void format_value(const opt_desc *d, const opt_value *v, char *buf, size_
     }
 }
 
-void ca_options_summary(const ca_options *o, char *buf, size_t len) {
+/* Writes the options that differ from the default, and those of `always` (a mask of opt_id
+ * bits) whatever their value, the default ones as their default's text. */
+static void describe(const ca_options *o, unsigned always, char *buf, size_t len) {
     ca_options def;
     char text[sizeof o->trace_path];
     size_t used = 0;
@@ -417,10 +419,14 @@ void ca_options_summary(const ca_options *o, char *buf, size_t len) {
         const opt_desc *d = &opt_table[i];
         opt_value v = opt_get(o, (opt_id)i), dv = opt_get(&def, (opt_id)i);
         if (d->kind == K_EXTERNAL) continue;
-        if (v.choice == dv.choice && v.bytes == dv.bytes && v.percent == dv.percent &&
-            strcmp(v.path, dv.path) == 0)
+        int is_default = v.choice == dv.choice && v.bytes == dv.bytes &&
+                         v.percent == dv.percent && strcmp(v.path, dv.path) == 0;
+        if (is_default && !(always & (1u << i)))
             continue;
-        format_value(d, &v, text, sizeof text);
+        if (is_default)
+            snprintf(text, sizeof text, "%s", d->default_text);
+        else
+            format_value(d, &v, text, sizeof text);
         int n = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", d->key, text);
         if (n < 0 || (size_t)n >= len - used) {
             /* Whole pairs only: a cut value would read as a different setting. */
@@ -431,4 +437,12 @@ void ca_options_summary(const ca_options *o, char *buf, size_t len) {
         }
         used += (size_t)n;
     }
+}
+
+void ca_options_summary(const ca_options *o, char *buf, size_t len) {
+    describe(o, 0, buf, len);
+}
+
+void ca_options_describe(const ca_options *o, char *buf, size_t len) {
+    describe(o, 1u << OPT_POOL | 1u << OPT_REUSE | 1u << OPT_LIMIT, buf, len);
 }

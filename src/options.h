@@ -50,4 +50,8 @@ void ca_options_to_config(const ca_options *o, ca_config *c);
  * stats header's configuration summary); always NUL-terminated. */
 void ca_options_summary(const ca_options *o, char *buf, size_t len);
 
+/* The same, with the pool, the reuse contract and the limit always named (for
+ * CACHEALLOC_VERBOSE); always NUL-terminated. */
+void ca_options_describe(const ca_options *o, char *buf, size_t len);
+
 #endif

@@ -85,20 +85,38 @@ static void copy_str(char *dst, size_t len, const char *src)
     memset(dst + n, 0, len - n);
 }
 
-/* Create the segment file exclusively. A file already carrying our own pid is a leftover of a
- * dead process that had this pid: remove it once and retry. */
-static int create_segment(void)
+/* The segment's name: a file path under CACHEALLOC_SHM_DIR (*in_dir set), else a POSIX
+ * shared-memory name. -1 when it does not fit. */
+static int segment_name(char *out, size_t len, int *in_dir)
 {
     const char *dir = getenv(CA_STATS_DIR_ENV);
     unsigned uid = (unsigned)geteuid();
     int pid = (int)getpid();
     int n;
-    g_in_dir = dir && *dir;
-    if (g_in_dir)
-        n = snprintf(g_path, sizeof g_path, "%s/" CA_STATS_NAME_PREFIX "%u.%d", dir, uid, pid);
+    *in_dir = dir && *dir;
+    if (*in_dir)
+        n = snprintf(out, len, "%s/" CA_STATS_NAME_PREFIX "%u.%d", dir, uid, pid);
     else
-        n = snprintf(g_path, sizeof g_path, "/" CA_STATS_NAME_PREFIX "%u.%d", uid, pid);
-    if (n < 0 || (size_t)n >= sizeof g_path) {
+        n = snprintf(out, len, "/" CA_STATS_NAME_PREFIX "%u.%d", uid, pid);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int ca_stats_path(char *buf, size_t len)
+{
+    char name[sizeof g_path];
+    int in_dir;
+    if (segment_name(name, sizeof name, &in_dir) != 0)
+        return -1;
+    /* glibc keeps POSIX shared memory in /dev/shm. */
+    int n = snprintf(buf, len, "%s%s", in_dir ? "" : "/dev/shm", name);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Create the segment file exclusively. A file already carrying our own pid is a leftover of a
+ * dead process that had this pid: remove it once and retry. */
+static int create_segment(void)
+{
+    if (segment_name(g_path, sizeof g_path, &g_in_dir) != 0) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -293,6 +311,7 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
     if (!g_atexit_done) {
         g_atexit_done = 1;
         atexit(stats_atexit);
+        at_quick_exit(stats_atexit); /* a program leaving by quick_exit leaves no segment */
     }
     /* Without a thread the segment stays (ca_stats_publish still works); st is then never
      * freed, a few bytes once. */

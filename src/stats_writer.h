@@ -24,7 +24,10 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
 /* Publish now (also done by the monitor thread every 250 ms or so). */
 void ca_stats_publish(void);
 
-/* Remove the segment (also registered with atexit by ca_stats_start). */
+/* Writes where this process's segment is (or will be) as a file path; 0 on success. */
+int ca_stats_path(char *buf, size_t len);
+
+/* Remove the segment (also registered with atexit and at_quick_exit by ca_stats_start). */
 void ca_stats_stop(void);
 
 /* In a forked child: forget the parent's segment and thread without touching them. */

@@ -10,7 +10,11 @@
 
 typedef struct ca_trace ca_trace;
 
-/* Create (truncate) path and write the header. NULL on failure, after one line on err. */
+/* Longest time a record waits in memory before it reaches the file, in milliseconds. */
+#define CA_TRACE_FLUSH_MS 200
+
+/* Create (truncate) path, write the header and start the flushing thread. NULL on failure,
+ * after one line on err. */
 ca_trace *ca_trace_open(const char *path, FILE *err);
 
 /* Append one event; a ca_trace_fn, with the ca_trace as its context. Thread-safe. */
@@ -24,7 +28,7 @@ void ca_trace_flush(ca_trace *t);
  * parent owns the file). */
 void ca_trace_after_fork_child(ca_trace *t);
 
-/* Flush and close; t may be NULL. */
+/* Flush, stop the flushing thread and close the file; t may be NULL. */
 void ca_trace_close(ca_trace *t);
 
 #endif
