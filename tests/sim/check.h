@@ -121,4 +121,16 @@ static inline int release_stderr(FILE *tmp, int saved, const char *needle)
     return n;
 }
 
+/* Evaluates `expr` with stderr captured; checks it gave `want` and printed exactly one line
+ * containing `needle`. The checks come after stderr is back, where a failure can be seen. */
+#define CHECK_ONE_LINE(expr, want, needle)                                            \
+    do {                                                                              \
+        FILE *tmp_;                                                                   \
+        int saved_ = capture_stderr(&tmp_);                                           \
+        long long got_ = (long long)(expr);                                           \
+        int lines_ = release_stderr(tmp_, saved_, needle);                            \
+        CHECK_EQ(got_, want);                                                         \
+        CHECK_EQ(lines_, 1);                                                          \
+    } while (0)
+
 #endif
