@@ -70,6 +70,18 @@ static inline struct simdev_counters sim_counters(int dev)
     return c;
 }
 
+/* The totals after a fault-injection run whose allocations were all freed: `ok` and
+ * `async_ok` allocations made, `refused` attempts failed on purpose, each also out of memory. */
+static inline void check_injected(uint64_t ok, uint64_t async_ok, uint64_t refused)
+{
+    struct simdev_counters c = sim_counters(-1);
+    CHECK_EQ(c.malloc_calls, ok);
+    CHECK_EQ(c.malloc_async_calls, async_ok);
+    CHECK_EQ(c.injected_faults, refused);
+    CHECK_EQ(c.oom, refused);
+    CHECK_EQ(c.reserved_bytes, 0);
+}
+
 /* A flag a host function waits on: the host's handshake with a stream worker. */
 struct gate {
     volatile int open, entered, done;
@@ -132,5 +144,27 @@ static inline int release_stderr(FILE *tmp, int saved, const char *needle)
         CHECK_EQ(got_, want);                                                         \
         CHECK_EQ(lines_, 1);                                                          \
     } while (0)
+
+/* One case of a program whose cases run one per process, since the simulator reads SIMDEV_*
+ * once and a fault is sticky. */
+struct sim_case {
+    const char *name;
+    void (*run)(void);
+};
+
+/* Runs the case argv[1] names; the exit status of the program. */
+static inline int sim_run_case(const char *program, int argc, char **argv,
+                               const struct sim_case *cases, size_t n)
+{
+    const char *which = argc > 1 ? argv[1] : "";
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(which, cases[i].name) == 0) {
+            cases[i].run();
+            printf("%s %s: all passed\n", program, which);
+            return 0;
+        }
+    fprintf(stderr, "FAIL: unknown case \"%s\"\n", which);
+    return 1;
+}
 
 #endif
