@@ -13,11 +13,19 @@
 
 #include "simdev.h"
 
+/* Exits without the exit handlers: NVIDIA's runtime synchronizes the device in its own, which
+ * would wait forever for work a failed test left held on a stream. */
+static inline void check_failed(void)
+{
+    fflush(NULL);
+    _exit(1);
+}
+
 #define CHECK(cond)                                                                   \
     do {                                                                              \
         if (!(cond)) {                                                                \
             fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-            exit(1);                                                                  \
+            check_failed();                                                           \
         }                                                                             \
     } while (0)
 
@@ -27,7 +35,7 @@
         if (a_ != b_) {                                                               \
             fprintf(stderr, "FAIL %s:%d: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, \
                     #a, #b, a_, b_);                                                  \
-            exit(1);                                                                  \
+            check_failed();                                                           \
         }                                                                             \
     } while (0)
 
@@ -60,6 +68,18 @@ static inline struct simdev_counters sim_counters(int dev)
     CHECK(f != NULL);
     CHECK(f(dev, &c) == 0);
     return c;
+}
+
+/* The totals after a fault-injection run whose allocations were all freed: `ok` and
+ * `async_ok` allocations made, `refused` attempts failed on purpose, each also out of memory. */
+static inline void check_injected(uint64_t ok, uint64_t async_ok, uint64_t refused)
+{
+    struct simdev_counters c = sim_counters(-1);
+    CHECK_EQ(c.malloc_calls, ok);
+    CHECK_EQ(c.malloc_async_calls, async_ok);
+    CHECK_EQ(c.injected_faults, refused);
+    CHECK_EQ(c.oom, refused);
+    CHECK_EQ(c.reserved_bytes, 0);
 }
 
 /* A flag a host function waits on: the host's handshake with a stream worker. */
@@ -111,6 +131,40 @@ static inline int release_stderr(FILE *tmp, int saved, const char *needle)
     }
     fclose(tmp);
     return n;
+}
+
+/* Evaluates `expr` with stderr captured; checks it gave `want` and printed exactly one line
+ * containing `needle`. The checks come after stderr is back, where a failure can be seen. */
+#define CHECK_ONE_LINE(expr, want, needle)                                            \
+    do {                                                                              \
+        FILE *tmp_;                                                                   \
+        int saved_ = capture_stderr(&tmp_);                                           \
+        long long got_ = (long long)(expr);                                           \
+        int lines_ = release_stderr(tmp_, saved_, needle);                            \
+        CHECK_EQ(got_, want);                                                         \
+        CHECK_EQ(lines_, 1);                                                          \
+    } while (0)
+
+/* One case of a program whose cases run one per process, since the simulator reads SIMDEV_*
+ * once and a fault is sticky. */
+struct sim_case {
+    const char *name;
+    void (*run)(void);
+};
+
+/* Runs the case argv[1] names; the exit status of the program. */
+static inline int sim_run_case(const char *program, int argc, char **argv,
+                               const struct sim_case *cases, size_t n)
+{
+    const char *which = argc > 1 ? argv[1] : "";
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(which, cases[i].name) == 0) {
+            cases[i].run();
+            printf("%s %s: all passed\n", program, which);
+            return 0;
+        }
+    fprintf(stderr, "FAIL: unknown case \"%s\"\n", which);
+    return 1;
 }
 
 #endif

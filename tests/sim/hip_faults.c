@@ -56,12 +56,7 @@ static void nth(void)
         if (i != 2)
             CHECK_EQ(hipFree(p[i]), hipSuccess);
     CHECK_EQ(hipDeviceSynchronize(), hipSuccess);
-    struct simdev_counters c = sim_counters(0);
-    CHECK_EQ(c.malloc_calls, 5);
-    CHECK_EQ(c.malloc_async_calls, 1);
-    CHECK_EQ(c.oom, 1);
-    CHECK_EQ(c.injected_faults, 1);
-    CHECK_EQ(c.reserved_bytes, 0);
+    check_injected(5, 1, 1);
 }
 
 /* ROUNDS hipMalloc/hipFree pairs; out[i] is '1' where the allocation failed. Returns the
@@ -127,13 +122,7 @@ static void rate(void)
     CHECK(async_ok > 0 && async_ok < ROUNDS);
     CHECK_EQ(hipStreamSynchronize(s), hipSuccess);
     CHECK_EQ(hipStreamDestroy(s), hipSuccess);
-    struct simdev_counters c = sim_counters(-1);
-    int total_fails = fails + (ROUNDS - async_ok);
-    CHECK_EQ(c.injected_faults, total_fails);
-    CHECK_EQ(c.oom, total_fails);
-    CHECK_EQ(c.malloc_calls, ROUNDS - fails);
-    CHECK_EQ(c.malloc_async_calls, async_ok);
-    CHECK_EQ(c.reserved_bytes, 0);
+    check_injected(ROUNDS - fails, async_ok, fails + (ROUNDS - async_ok));
 
     /* The same seed fails the same calls in another run; another seed fails others. */
     child_pattern(again);
@@ -293,18 +282,8 @@ int main(int argc, char **argv)
         printf("%s\n", out);
         return 0;
     }
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } cases[] = {
+    static const struct sim_case cases[] = {
         {"nth", nth}, {"rate", rate}, {"events", events}, {"sync", sync_delay}, {"badenv", badenv},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (strcmp(which, cases[i].name) == 0) {
-            cases[i].run();
-            printf("hip_faults %s: all passed\n", which);
-            return 0;
-        }
-    fprintf(stderr, "FAIL: unknown case \"%s\"\n", which);
-    return 1;
+    return sim_run_case("hip_faults", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

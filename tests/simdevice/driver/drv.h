@@ -19,6 +19,14 @@ typedef void *CUstream;
 typedef void *CUevent;
 typedef struct drv_ctx *CUcontext;
 typedef struct { char bytes[16]; } CUuuid;
+/* What cuMemCreate and cuMemGetAllocationGranularity read: pinned memory on a device. */
+typedef struct {
+    int type;
+    int requested_handle_types;
+    struct { int type, id; } location;
+    void *win32_meta;
+    unsigned char alloc_flags[8];
+} CUmemAllocationProp;
 
 enum {
     CUDA_SUCCESS = 0,

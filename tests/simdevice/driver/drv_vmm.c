@@ -2,15 +2,7 @@
  * expandable segments use, over the core's model. Handles are the core's handle values. */
 #include "drv.h"
 
-typedef struct {
-    int type;
-    int requested_handle_types;
-    struct { int type, id; } location;
-    void *win32_meta;
-    unsigned char alloc_flags[8];
-} CUmemAllocationProp;
-
-/* CUDA 13's layout; the sim suite checks the real header against the same numbers. */
+/* CUDA 13's layout; the sim suite compares these declarations with the real cuda.h. */
 _Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp size");
 _Static_assert(offsetof(CUmemAllocationProp, location) == 8, "prop.location");
 _Static_assert(sizeof(struct sd_vmm_access) == 12, "CUmemAccessDesc size");
