@@ -2,24 +2,28 @@
  * The arena names a device for each call, which may not be the calling thread's current
  * device (a free of another device's block, a reclaim of all devices): every device-bound call
  * switches to that device and back, so the program never sees its current device change. */
+#include <limits.h>
+
 #include "backend.h"
 #include "streams.h"
 
-/* Make dev current; returns the device to restore, or -1 when nothing changed. */
+/* enter_device's answer when there is nothing to restore. */
+#define UNCHANGED INT_MIN
+
+/* Make dev current; returns the device to restore (which may be the driver's "no context"
+ * slot, a negative number), or UNCHANGED. */
 static int enter_device(ca_runtime *rt, int dev)
 {
-    int cur = -1;
-    if (rt->fn.get_device(&cur) != rt->codes.success)
-        cur = -1;
-    if (cur == dev)
-        return -1;
+    int cur;
+    if (rt->fn.get_device(&cur) != rt->codes.success || cur == dev)
+        return UNCHANGED;
     rt->fn.set_device(dev);
     return cur;
 }
 
 static void leave_device(ca_runtime *rt, int prev)
 {
-    if (prev >= 0)
+    if (prev != UNCHANGED)
         rt->fn.set_device(prev);
 }
 

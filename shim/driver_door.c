@@ -177,20 +177,21 @@ ca_runtime *ca_drv_runtime(void)
 static int drv_resolve(ca_runtime *rt)
 {
     load_reals();
-    if (ca_drv_fns_get() == NULL)
+    if (atomic_load(&real[I_cuMemAlloc_v2]) == NULL && atomic_load(&named[I_cuMemAlloc_v2]) == NULL)
         return CA_REAL_ABSENT;
-    int missing = 0;
-    PUT(malloc, atomic_load(&real[I_cuMemAlloc_v2]));
-    PUT(free, atomic_load(&real[I_cuMemFree_v2]));
-    OPT(malloc_async, atomic_load(&real[I_cuMemAllocAsync]));
-    OPT(free_async, atomic_load(&real[I_cuMemFreeAsync]));
-    OPT(malloc_async_ptsz, atomic_load(&real[I_cuMemAllocAsync_ptsz]));
-    OPT(free_async_ptsz, atomic_load(&real[I_cuMemFreeAsync_ptsz]));
-    PUT(mem_get_info, atomic_load(&real[I_cuMemGetInfo_v2]));
-    PUT(device_synchronize, atomic_load(&real[I_cuCtxSynchronize]));
-    PUT(stream_create_with_flags, atomic_load(&real[I_cuStreamCreate]));
-    PUT(stream_create_with_priority, atomic_load(&real[I_cuStreamCreateWithPriority]));
-    PUT(stream_destroy, atomic_load(&real[I_cuStreamDestroy_v2]));
+    /* Without the context functions the cache cannot work: calls pass through. */
+    int missing = ca_drv_fns_get() == NULL;
+    PUT(malloc, fn_ptr(real_of(I_cuMemAlloc_v2)));
+    PUT(free, fn_ptr(real_of(I_cuMemFree_v2)));
+    OPT(malloc_async, fn_ptr(real_of(I_cuMemAllocAsync)));
+    OPT(free_async, fn_ptr(real_of(I_cuMemFreeAsync)));
+    OPT(malloc_async_ptsz, fn_ptr(real_of(I_cuMemAllocAsync_ptsz)));
+    OPT(free_async_ptsz, fn_ptr(real_of(I_cuMemFreeAsync_ptsz)));
+    PUT(mem_get_info, fn_ptr(real_of(I_cuMemGetInfo_v2)));
+    PUT(device_synchronize, fn_ptr(real_of(I_cuCtxSynchronize)));
+    PUT(stream_create_with_flags, fn_ptr(real_of(I_cuStreamCreate)));
+    PUT(stream_create_with_priority, fn_ptr(real_of(I_cuStreamCreateWithPriority)));
+    PUT(stream_destroy, fn_ptr(real_of(I_cuStreamDestroy_v2)));
     PUT(event_create_with_flags, LOOK("cuEventCreate", 2000, CUABI_GPA_LEGACY, "cuEventCreate"));
     PUT(event_record, LOOK("cuEventRecord", 2000, CUABI_GPA_LEGACY, "cuEventRecord"));
     PUT(event_query, LOOK("cuEventQuery", 2000, CUABI_GPA_LEGACY, "cuEventQuery"));

@@ -9,6 +9,7 @@
 
 #include "cuda_abi.h"
 #include "driver_real.h"
+#include "real.h"
 #include "real_dlsym.h"
 
 static _Atomic(void *) drv_handle;
@@ -40,7 +41,10 @@ static void find_driver(void)
     if (atomic_load_explicit(&real_gpa, memory_order_acquire) != NULL)
         return;
     void *h = atomic_load(&drv_handle);
-    if (h == NULL && (h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY)) != NULL)
+    /* By its soname first; else whichever loaded object defines the lookup (a driver under
+     * another file name). */
+    if (h == NULL && ((h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY)) != NULL ||
+                      (h = ca_real_find("cuGetProcAddress_v2")) != NULL))
         atomic_store(&drv_handle, h);
     if (h == NULL)
         return;
