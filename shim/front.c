@@ -75,6 +75,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
         return rt->fn.malloc(ptr, size);
     ca_stats_ensure(rt);
     ca_per_thread_default_check(rt, dev);
+    ca_stream_plain_thread(rt, dev);
     void *p = NULL;
     ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
     if (st == CA_OK) {
@@ -91,8 +92,14 @@ ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
     if (ptr == NULL)
         return rt->fn.free(ptr); /* programs create their context this way */
     int dev = -1;
+    /* A thread's first plain free: counted before the block becomes reusable, so that no other
+     * thread takes it on the fast path meanwhile (its device is almost always the current). */
+    if (!ca_stream_plain_counted(rt) && rt->fn.get_device(&dev) == rt->codes.success &&
+        usable_device(dev))
+        ca_stream_plain_thread(rt, dev);
     switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
     case CA_OK:
+        ca_stream_plain_thread(rt, dev);
         return rt->codes.success;
     case CA_ERR_NOT_OURS:
         return rt->fn.free(ptr);

@@ -100,7 +100,9 @@ static atomic_uint dev_epoch[CA_MAX_DEVICES];
 
 struct per_thread {
     uint64_t id;                      /* 0: no key yet */
+    uint64_t plain_id;                /* 0: no plain call yet (ca_stream_plain_thread) */
     uint64_t seen[CA_RT_SLOTS];       /* devices where the arena was told about this key */
+    uint64_t plain[CA_RT_SLOTS];      /* devices where this thread's plain calls were counted */
     unsigned epoch[CA_MAX_DEVICES];   /* dev_epoch[dev] when the seen bits of dev were set */
 };
 static _Thread_local struct per_thread tl;
@@ -138,6 +140,43 @@ static void make_exit_key(void)
         exit_key = (pthread_key_t)-1;
 }
 
+/* A device reset since this thread last looked at dev: its bits for dev are stale. */
+static void refresh_epoch(int dev)
+{
+    unsigned epoch = atomic_load(&dev_epoch[dev]);
+    if (tl.epoch[dev] != epoch) {
+        uint64_t bit = UINT64_C(1) << dev;
+        for (int s = 0; s < CA_RT_SLOTS; s++) {
+            tl.seen[s] &= ~bit;
+            tl.plain[s] &= ~bit;
+        }
+        tl.epoch[dev] = epoch;
+    }
+}
+
+/* The first host thread that made a plain call on each device, by runtime slot (0: none). */
+static atomic_uint_fast64_t plain_owner[CA_RT_SLOTS][CA_MAX_DEVICES];
+
+int ca_stream_plain_counted(const ca_runtime *rt)
+{
+    return tl.plain[rt->slot] != 0;
+}
+
+void ca_stream_plain_thread(ca_runtime *rt, int dev)
+{
+    uint64_t bit = UINT64_C(1) << dev;
+    if ((tl.plain[rt->slot] & bit) && tl.epoch[dev] == atomic_load(&dev_epoch[dev]))
+        return;
+    refresh_epoch(dev);
+    if (tl.plain_id == 0)
+        tl.plain_id = atomic_fetch_add(&next_thread_id, 1);
+    uint_fast64_t owner = 0;
+    if (!atomic_compare_exchange_strong(&plain_owner[rt->slot][dev], &owner, tl.plain_id) &&
+        owner != tl.plain_id)
+        ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY); /* a second thread: leave the fast path */
+    tl.plain[rt->slot] |= bit;
+}
+
 static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
 {
     if (tl.id == 0) {
@@ -147,12 +186,7 @@ static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
             pthread_setspecific(exit_key, &tl);
     }
     uint64_t bit = UINT64_C(1) << dev;
-    unsigned epoch = atomic_load(&dev_epoch[dev]);
-    if (tl.epoch[dev] != epoch) {
-        for (int s = 0; s < CA_RT_SLOTS; s++)
-            tl.seen[s] &= ~bit;
-        tl.epoch[dev] = epoch;
-    }
+    refresh_epoch(dev);
     if (!(tl.seen[rt->slot] & bit)) {
         tl.seen[rt->slot] |= bit;
         ca_stream_seen(rt->arena, dev, thread_key());
@@ -280,6 +314,9 @@ void ca_streams_forget(int dev)
     }
     pthread_rwlock_unlock(&known_lock);
     for (int d = 0; d < CA_MAX_DEVICES; d++)
-        if (dev < 0 || d == dev)
+        if (dev < 0 || d == dev) {
+            for (int s = 0; s < CA_RT_SLOTS; s++)
+                atomic_store(&plain_owner[s][d], 0);
             atomic_fetch_add(&dev_epoch[d], 1);
+        }
 }

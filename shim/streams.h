@@ -29,6 +29,16 @@ int ca_stream_nameable(ca_stream_t key);
  * calling thread's per-thread stream: check ca_stream_nameable first). */
 void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key);
 
+/* The calling thread makes a plain-API call (allocation or free) on dev. Another host thread's
+ * default stream may be its per-thread stream, unordered with this thread's (the explicit
+ * cudaStreamPerThread handle needs no _ptsz import, and the shim does not see the copies and
+ * launches that use it): a device whose plain calls come from a second host thread leaves the
+ * single-stream fast path. Cheap after the first call of a thread on a device. */
+void ca_stream_plain_thread(ca_runtime *rt, int dev);
+
+/* 1 once the calling thread's plain calls were counted on some device of rt. */
+int ca_stream_plain_counted(const ca_runtime *rt);
+
 /* The program created stream s on dev through the shim. */
 void ca_stream_register(ca_runtime *rt, void *stream, int dev, int nonblocking);
 
