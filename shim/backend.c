@@ -7,6 +7,17 @@
 #include "backend.h"
 #include "streams.h"
 
+_Thread_local __attribute__((tls_model("initial-exec"))) int ca_backend_depth;
+
+/* Every real call of the backend runs with the depth raised (see backend.h). */
+#define REAL(call)                      \
+    __extension__({                     \
+        ca_backend_depth++;             \
+        ca_rt_err real_ = (call);       \
+        ca_backend_depth--;             \
+        real_;                          \
+    })
+
 /* enter_device's answer when there is nothing to restore. */
 #define UNCHANGED INT_MIN
 
@@ -42,7 +53,7 @@ static int be_alloc(void *ctx, int dev, size_t size, void **out)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.malloc(out, size);
+    ca_rt_err e = REAL(rt->fn.malloc(out, size));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -51,7 +62,7 @@ static int be_release(void *ctx, int dev, void *ptr)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.free(ptr);
+    ca_rt_err e = REAL(rt->fn.free(ptr));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -60,7 +71,7 @@ static int be_event_create(void *ctx, int dev, ca_event_t *out)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.event_create_with_flags(out, rt->event_flags);
+    ca_rt_err e = REAL(rt->fn.event_create_with_flags(out, rt->event_flags));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -69,7 +80,7 @@ static int be_event_destroy(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.event_destroy(ev);
+    ca_rt_err e = REAL(rt->fn.event_destroy(ev));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -83,7 +94,7 @@ static int be_event_record(void *ctx, int dev, ca_event_t ev, ca_stream_t s)
     if (!ca_stream_nameable(s))
         return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.event_record(ev, ca_stream_handle(rt, s));
+    ca_rt_err e = REAL(rt->fn.event_record(ev, ca_stream_handle(rt, s)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -93,7 +104,7 @@ static int be_event_query(void *ctx, int dev, ca_event_t ev)
     ca_runtime *rt = ctx;
     /* Events are not bound to the current device for a query: no switch needed. */
     (void)dev;
-    ca_rt_err e = rt->fn.event_query(ev);
+    ca_rt_err e = REAL(rt->fn.event_query(ev));
     if (e == rt->codes.success)
         return 1;
     if (e == rt->codes.not_ready)
@@ -105,7 +116,8 @@ static int be_event_synchronize(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
     (void)dev;
-    return to_status(rt, rt->fn.event_synchronize(ev));
+    ca_rt_err e = REAL(rt->fn.event_synchronize(ev));
+    return to_status(rt, e);
 }
 
 static int be_stream_wait_event(void *ctx, int dev, ca_stream_t s, ca_event_t ev)
@@ -114,7 +126,7 @@ static int be_stream_wait_event(void *ctx, int dev, ca_stream_t s, ca_event_t ev
     if (!ca_stream_nameable(s))
         return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.stream_wait_event(ca_stream_handle(rt, s), ev, 0);
+    ca_rt_err e = REAL(rt->fn.stream_wait_event(ca_stream_handle(rt, s), ev, 0));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -123,7 +135,7 @@ static int be_device_synchronize(void *ctx, int dev)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.device_synchronize();
+    ca_rt_err e = REAL(rt->fn.device_synchronize());
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -132,7 +144,7 @@ static int be_mem_info(void *ctx, int dev, size_t *free_bytes, size_t *total_byt
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = rt->fn.mem_get_info(free_bytes, total_bytes);
+    ca_rt_err e = REAL(rt->fn.mem_get_info(free_bytes, total_bytes));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -140,7 +152,8 @@ static int be_mem_info(void *ctx, int dev, size_t *free_bytes, size_t *total_byt
 static void be_clear_error(void *ctx)
 {
     ca_runtime *rt = ctx;
-    (void)rt->fn.get_last_error();
+    ca_rt_err e = REAL(rt->fn.get_last_error());
+    (void)e;
 }
 
 void ca_backend_make(ca_runtime *rt, ca_backend *be)

@@ -136,6 +136,7 @@ static ca_runtime drv_rt = {
     .door = "CUDA at the driver API",
     .real_what = "driver",
     .found_how = ca_drv_found_how,
+    .tool_env = "CUDA_INJECTION64_PATH", /* compute-sanitizer, Nsight Systems and Compute */
     .syms = (const ca_rt_sym[]){{offsetof(ca_rt_fns, malloc), "cuMemAlloc_v2", 1}, {0, NULL, 0}},
     .resolve = drv_resolve,
     .codes = {

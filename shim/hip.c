@@ -39,6 +39,7 @@ static ca_runtime hip_rt = {
     .api = "hip",
     .door = "HIP at the runtime API",
     .real_what = "runtime",
+    .tool_env = "HSA_TOOLS_LIB", /* rocprof and the other ROCm tools */
     .syms = hip_syms,
     .codes = {
         .success = HIPABI_SUCCESS,

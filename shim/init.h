@@ -7,9 +7,9 @@
 #include "runtime.h"
 
 /* Make rt usable: options parsed (once per process), real functions found, arena created.
- * 0 on success; -1 when the cache cannot work: the caller then passes the call to the real
- * function (CA_CLOSED), which exists only when rt->passthrough is set. Cheap after the first
- * call. */
+ * 0 on success; -1 when the cache cannot work, or the call comes from inside one of the
+ * cache's own real calls: the caller then passes the call to the real function (CA_CLOSED).
+ * Cheap after the first call. */
 int ca_door_open(ca_runtime *rt);
 
 /* Start the statistics segment at the first allocation call, if CACHEALLOC_STATS allows it.
@@ -29,10 +29,12 @@ void ca_per_thread_default_check(ca_runtime *rt, int dev);
 /* The parsed options (parsed at the first call of this or ca_door_open). */
 const ca_options *ca_shim_options(void);
 
-/* The door did not open: call the real function `field` with the parenthesized args where the runtime is there but the
- * cache cannot work (rt->passthrough), else answer codes.not_initialized (no runtime). */
+/* The door did not open: call the real function `field` with the parenthesized args where the
+ * runtime is there but the cache cannot work (rt->passthrough) or must not be entered again (a
+ * call from inside the cache's own real call), else answer codes.not_initialized (no runtime). */
 #define CA_CLOSED(rt, field, args)                                                            \
-    (atomic_load_explicit(&(rt)->passthrough, memory_order_acquire) && (rt)->fn.field != NULL \
+    ((atomic_load_explicit(&(rt)->passthrough, memory_order_acquire) ||                        \
+      atomic_load_explicit(&(rt)->ready, memory_order_acquire)) && (rt)->fn.field != NULL      \
          ? (rt)->fn.field args                                                                \
          : (rt)->codes.not_initialized)
 

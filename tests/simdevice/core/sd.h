@@ -45,6 +45,8 @@ int sd_get_device(int *dev);
 int sd_check_device_arg(const void *out, int dev);
 /* SD_EILLEGAL if the current device carries the sticky fault, else SD_OK. */
 int sd_check_current(void);
+/* SIMDEV_HIP_REENTRANT: the runtime reaches its own exported functions from inside. */
+int sd_hip_reentrant(void);
 /* Capacity of a device in bytes (SIMDEV_MEMORY). */
 size_t sd_capacity(void);
 

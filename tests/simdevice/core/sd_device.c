@@ -82,6 +82,12 @@ int sd_check_device_arg(const void *out, int dev)
     return dev < 0 || dev >= sd_cfg.devices ? SD_EDEVICE : SD_OK;
 }
 
+int sd_hip_reentrant(void)
+{
+    sd_init();
+    return sd_cfg.hip_reentrant;
+}
+
 size_t sd_capacity(void)
 {
     sd_init();

@@ -11,8 +11,17 @@ API const char *simdev_identify(void) { return "simdevice hip"; }
 /* Copies device `device`'s counters (-1: totals) to *out; 0 on success. */
 API int simdev_get_counters(int device, struct simdev_counters *out) { return sd_get_counters(device, out); }
 
+API hipError_t hipExtMallocWithFlags(void **p, size_t n, unsigned f);
+
 /* Allocates device memory on the current device. */
-API hipError_t hipMalloc(void **p, size_t n) { return hip_ret(sd_malloc(p, n)); }
+API hipError_t hipMalloc(void **p, size_t n)
+{
+    /* Some ROCm releases implement hipMalloc over their own exported entry points: the call
+     * goes through the PLT, where a preloaded library's definition is found first. */
+    if (sd_hip_reentrant())
+        return hipExtMallocWithFlags(p, n, 0);
+    return hip_ret(sd_malloc(p, n));
+}
 /* hipMalloc with flags (ignored). */
 API hipError_t hipExtMallocWithFlags(void **p, size_t n, unsigned f) { (void)f; return hip_ret(sd_malloc(p, n)); }
 /* Frees device memory after waiting for the whole device. */
