@@ -42,7 +42,8 @@ typedef struct ca_backend {
     int (*event_destroy)(void *ctx, int dev, ca_event_t ev);
     /* Record ev on stream s of device dev. */
     int (*event_record)(void *ctx, int dev, ca_event_t ev, ca_stream_t s);
-    /* 1 when ev has completed, 0 when not yet, negative on error (treated as completed). */
+    /* 1 when ev has completed, 0 when not yet, negative on error: never taken as completed (a
+     * faulted device answers every query with an error while its work may still be queued). */
     int (*event_query)(void *ctx, int dev, ca_event_t ev);
     /* Block until ev completed. Never called under a lock. */
     int (*event_synchronize)(void *ctx, int dev, ca_event_t ev);

@@ -123,7 +123,7 @@ static bool dying_done(ca_arena *a, ca_device *d, uint64_t upto)
     int kept = 0;
     for (int i = 0; i < d->ndying; i++) {
         ca_dying *x = &d->dying[i];
-        if (x->done || a->be.event_query(a->be.ctx, d->id, x->ev) != 0) {
+        if (x->done || a->be.event_query(a->be.ctx, d->id, x->ev) > 0) {
             ca_event_put(d, x->ev);
             continue;
         }
@@ -154,7 +154,7 @@ bool ca_fence_poll(ca_arena *a, ca_device *d)
         if (!dying_done(a, d, f->dying_upto))
             return any;
         for (; f->nev > 0; f->nev--) {
-            if (a->be.event_query(a->be.ctx, d->id, f->ev[f->nev - 1]) == 0)
+            if (a->be.event_query(a->be.ctx, d->id, f->ev[f->nev - 1]) <= 0)
                 return any;
             ca_event_put(d, f->ev[f->nev - 1]);
         }
@@ -167,7 +167,7 @@ bool ca_fence_poll(ca_arena *a, ca_device *d)
 
 static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
 {
-    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) != 0) {
+    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) > 0) {
         p->ev_inflight = false;
         if (p->ev_seq > p->safe_seq)
             p->safe_seq = p->ev_seq;
@@ -175,7 +175,7 @@ static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
     if (!p->ev_inflight && !p->dead && p->last_free_seq > p->safe_seq) {
         /* An idle stream passes a fresh event at once: look again before growing. */
         ca_async_freed(a, d, p);
-        if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) != 0) {
+        if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) > 0) {
             p->ev_inflight = false;
             p->safe_seq = p->ev_seq;
         }
@@ -189,7 +189,7 @@ static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
 {
     if (!p->dead || p->nsegs > 0 || d->windows > 0)
         return false;
-    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) == 0)
+    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) <= 0)
         return false; /* its event is still queued: keep the handle out of reuse */
     if (p->ev)
         ca_event_put(d, p->ev);

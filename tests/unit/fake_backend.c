@@ -138,6 +138,8 @@ static int f_event_query_unlocked(void *ctx, int d, ca_event_t ev)
     (void)d;
     fake_event *e = ev;
     dev->queries++;
+    if (e->recorded && dev->query_error)
+        return -1;
     return !e->recorded || dev->streams[e->stream].done >= e->seq;
 }
 

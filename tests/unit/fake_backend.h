@@ -35,6 +35,7 @@ typedef struct fake_device {
     int nlive;
     uint64_t allocs, releases, device_syncs, event_syncs, records, queries, clears;
     int record_fails_for;   /* stream index whose records fail (-1: none) */
+    int query_error;        /* inject: every query of a recorded event answers an error */
     fake_queue streams[FAKE_MAX_STREAMS];
     int nstreams;
     fake_event events[FAKE_MAX_EVENTS];

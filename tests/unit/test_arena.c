@@ -258,6 +258,38 @@ static void test_plain_free_waits_for_fence(void **state)
     assert_balanced(f);
 }
 
+/* A query that fails (a faulted device answers every call with its error) is never taken as
+ * the fence's completion: the freed block stays out of reuse even once the work is done. */
+static void test_failed_query_is_not_completion(void **state)
+{
+    fixture *f = *state;
+    ca_stream_created(f->a, 0, S1, 1);
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    fake_work(&f->dev, S1);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN); /* records the fence */
+    assert_ptr_not_equal(y, x);
+    f->dev.query_error = 1;
+    fake_complete(&f->dev, S1);
+    char *z[3];
+    for (int i = 0; i < 3; i++) {
+        z[i] = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+        assert_ptr_not_equal(z[i], x);
+    }
+    assert_int_equal(stats(f).pending_bytes, MiB);
+    f->dev.query_error = 0;
+    char *w[2];
+    for (int i = 0; i < 2; i++)
+        w[i] = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_true(w[0] == x || w[1] == x);
+    must_free(f, y, NULL, CA_API_PLAIN);
+    for (int i = 0; i < 3; i++)
+        must_free(f, z[i], NULL, CA_API_PLAIN);
+    for (int i = 0; i < 2; i++)
+        must_free(f, w[i], NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
 static void test_fences_batch_frees(void **state)
 {
     fixture *f = *state;
@@ -676,6 +708,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_single_stream_reuse_without_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_stream_syncs_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_free_waits_for_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_query_is_not_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fences_batch_frees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_sync_completes_fences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_same_stream_reuse, setup, teardown),
