@@ -38,6 +38,21 @@ static void leave_device(ca_runtime *rt, int prev)
         rt->fn.set_device(prev);
 }
 
+/* Errors after which every later call of the device fails (CUDA's and HIP's numbers agree):
+ * an illegal address, the hardware exceptions, a failed launch. */
+static int sticky_code(ca_rt_err e)
+{
+    return e == 700 || (e >= 714 && e <= 719);
+}
+
+/* Remembers a sticky error one of the cache's own calls on dev returned (see runtime.h). */
+static ca_rt_err noted(ca_runtime *rt, int dev, ca_rt_err e)
+{
+    if (sticky_code(e) && dev >= 0 && dev < CA_MAX_DEVICES)
+        atomic_store_explicit(&rt->sticky[dev], e, memory_order_relaxed);
+    return e;
+}
+
 static int to_status(const ca_runtime *rt, ca_rt_err e)
 {
     if (e == rt->codes.success)
@@ -53,7 +68,7 @@ static int be_alloc(void *ctx, int dev, size_t size, void **out)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.malloc(out, size));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.malloc(out, size)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -62,7 +77,7 @@ static int be_release(void *ctx, int dev, void *ptr)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.free(ptr));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.free(ptr)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -71,7 +86,7 @@ static int be_event_create(void *ctx, int dev, ca_event_t *out)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.event_create_with_flags(out, rt->event_flags));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_create_with_flags(out, rt->event_flags)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -80,7 +95,7 @@ static int be_event_destroy(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.event_destroy(ev));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_destroy(ev)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -94,7 +109,7 @@ static int be_event_record(void *ctx, int dev, ca_event_t ev, ca_stream_t s)
     if (!ca_stream_nameable(s))
         return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.event_record(ev, ca_stream_handle(rt, s)));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_record(ev, ca_stream_handle(rt, s))));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -103,8 +118,7 @@ static int be_event_query(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
     /* Events are not bound to the current device for a query: no switch needed. */
-    (void)dev;
-    ca_rt_err e = REAL(rt->fn.event_query(ev));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_query(ev)));
     if (e == rt->codes.success)
         return 1;
     if (e == rt->codes.not_ready)
@@ -115,8 +129,7 @@ static int be_event_query(void *ctx, int dev, ca_event_t ev)
 static int be_event_synchronize(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
-    (void)dev;
-    ca_rt_err e = REAL(rt->fn.event_synchronize(ev));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_synchronize(ev)));
     return to_status(rt, e);
 }
 
@@ -126,7 +139,7 @@ static int be_stream_wait_event(void *ctx, int dev, ca_stream_t s, ca_event_t ev
     if (!ca_stream_nameable(s))
         return CA_ERR_BACKEND;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.stream_wait_event(ca_stream_handle(rt, s), ev, 0));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.stream_wait_event(ca_stream_handle(rt, s), ev, 0)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -135,7 +148,7 @@ static int be_device_synchronize(void *ctx, int dev)
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.device_synchronize());
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.device_synchronize()));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -144,7 +157,7 @@ static int be_mem_info(void *ctx, int dev, size_t *free_bytes, size_t *total_byt
 {
     ca_runtime *rt = ctx;
     int prev = enter_device(rt, dev);
-    ca_rt_err e = REAL(rt->fn.mem_get_info(free_bytes, total_bytes));
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_get_info(free_bytes, total_bytes)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }

@@ -249,8 +249,7 @@ ca_rt_err cuCtxSynchronize_v2(cuabi_context_t ctx)
 /* The context of `slot` lost its memory: the cache forgets what it held there. */
 static void forget_slot(int slot)
 {
-    ca_device_reset(drv_rt.arena, slot);
-    ca_streams_forget(slot);
+    ca_front_forget_device(&drv_rt, slot);
 }
 
 static ca_rt_err primary_reset(ca_rt_err (*reset)(int), int dev)

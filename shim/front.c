@@ -14,6 +14,21 @@
  * double-freed block may start one of the arena's live segments. */
 static char not_a_device_pointer;
 
+/* The sticky error the cache's own calls saw on dev, or 0 (see runtime.h). */
+static ca_rt_err sticky_of(const ca_runtime *rt, int dev)
+{
+    return atomic_load_explicit(&rt->sticky[dev], memory_order_relaxed);
+}
+
+/* A free the cache served on a device with a sticky error: the real free would have failed
+ * with it. Asked of the real free (with a host address, never one of the cache's blocks), so
+ * the code and the runtime's last error are its own. */
+static ca_rt_err sticky_free(ca_runtime *rt, ca_rt_err sticky)
+{
+    ca_rt_err e = rt->fn.free(&not_a_device_pointer);
+    return e != rt->codes.success && e != rt->codes.invalid_value ? e : sticky;
+}
+
 /* An allocation no device can satisfy: makes the real runtime record out-of-memory. */
 #define IMPOSSIBLE_SIZE ((size_t)1 << 62)
 
@@ -71,7 +86,8 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)
         return e;
-    if (!usable_device(dev))
+    /* A faulted device: the real call answers, with its own code. */
+    if (!usable_device(dev) || sticky_of(rt, dev))
         return rt->fn.malloc(ptr, size);
     ca_stats_ensure(rt);
     ca_per_thread_default_check(rt, dev);
@@ -100,7 +116,7 @@ ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
     switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
     case CA_OK:
         ca_stream_plain_thread(rt, dev);
-        return rt->codes.success;
+        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
     case CA_ERR_NOT_OURS:
         return rt->fn.free(ptr);
     default: {
@@ -192,7 +208,7 @@ ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
     }
     switch (ca_free(rt->arena, ptr, key, CA_API_ASYNC, &dev)) {
     case CA_OK:
-        return rt->codes.success;
+        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
     case CA_ERR_NOT_OURS:
         return real(ptr, stream);
     default:
@@ -253,6 +269,13 @@ ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *tota
     return e;
 }
 
+void ca_front_forget_device(ca_runtime *rt, int dev)
+{
+    ca_device_reset(rt->arena, dev);
+    ca_streams_forget(dev);
+    atomic_store(&rt->sticky[dev], 0);
+}
+
 ca_rt_err ca_front_device_reset(ca_runtime *rt)
 {
     if (ca_door_open(rt) != 0)
@@ -260,10 +283,8 @@ ca_rt_err ca_front_device_reset(ca_runtime *rt)
     int dev = -1;
     int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
     ca_rt_err e = rt->fn.device_reset();
-    if (e == rt->codes.success && have_dev) {
-        ca_device_reset(rt->arena, dev);
-        ca_streams_forget(dev);
-    }
+    if (e == rt->codes.success && have_dev)
+        ca_front_forget_device(rt, dev);
     return e;
 }
 

@@ -20,6 +20,9 @@ ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size
                                          unsigned flags, unsigned default_flags);
 /* cudaMemGetInfo / hipMemGetInfo: free memory includes the cache's reusable bytes. */
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes);
+/* Device (context) dev lost its memory: the cache forgets it, its streams and its sticky
+ * error. */
+void ca_front_forget_device(ca_runtime *rt, int dev);
 /* cudaDeviceReset / hipDeviceReset. */
 ca_rt_err ca_front_device_reset(ca_runtime *rt);
 /* cudaDeviceSynchronize / hipDeviceSynchronize. */

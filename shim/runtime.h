@@ -104,6 +104,10 @@ typedef struct ca_runtime {
     atomic_int per_thread_default;
     atomic_uint scanned_gen;     /* ca_dlopen_gen when the loaded objects were last scanned */
     atomic_ullong ptd_devices;   /* devices already told                                   */
+    /* A sticky device error (illegal address and the like) one of the cache's own calls saw on
+     * each device: the real, synchronizing free would return it, so the served ones do too,
+     * until the device (context) is reset. */
+    atomic_uint sticky[CA_MAX_DEVICES];
 } ca_runtime;
 
 #define CA_RT_SLOTS 2

@@ -21,6 +21,7 @@ typedef hipEvent_t gpuEvent_t;
 #define GPU_SIM_LIB GPU_RT_LIB /* the HIP simulator stands in for the runtime */
 #define gpuSuccess hipSuccess
 #define gpuErrorOOM hipErrorOutOfMemory
+#define gpuErrorIllegalAddress hipErrorIllegalAddress
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuStreamPerThread hipStreamPerThread
 #define gpuMemcpyDefault hipMemcpyDefault
@@ -58,6 +59,7 @@ typedef cudaEvent_t gpuEvent_t;
 #define GPU_SIM_LIB "libcuda.so.1" /* the CUDA simulator stands in for the driver */
 #define gpuSuccess cudaSuccess
 #define gpuErrorOOM cudaErrorMemoryAllocation
+#define gpuErrorIllegalAddress cudaErrorIllegalAddress
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuStreamPerThread cudaStreamPerThread
 #define gpuMemcpyDefault cudaMemcpyDefault

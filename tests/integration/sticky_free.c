@@ -1,0 +1,28 @@
+/* A sticky device error (an illegal address, 700) that the real, synchronizing free would have
+ * returned reaches the program through the frees the cache serves, once the cache's own device
+ * calls (its fences' events) have seen it. The fault comes from a memset into memory the real
+ * allocator already took back (allocated and freed inside a no-caching region). */
+#include "cachealloc.h"
+#include "gpu.h"
+
+int main(void)
+{
+    gpuStream_t s;
+    CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking)); /* plain frees wait for fences */
+    void *a, *b, *c, *raw;
+    CHECK(gpuMalloc(&a, 1 << 20));
+    CHECK(gpuMalloc(&b, 1 << 20));
+    cachealloc_nocache_begin();
+    CHECK(gpuMalloc(&raw, 1 << 20));
+    CHECK(gpuFree(raw));
+    cachealloc_nocache_end();
+    CHECK(gpuMemsetAsync(raw, 0, 256, s)); /* faults when it runs */
+    sleep_ms(100);
+    CHECK(gpuFree(a));              /* the cache has not called the device since the fault */
+    gpuError_t e = gpuMalloc(&c, 1 << 20); /* its fence's event sees the error */
+    printf("allocation after the fault: %d\n", (int)e);
+    e = gpuFree(b);
+    printf("free after the cache saw the fault: %d (expected %d)\n", (int)e,
+           (int)gpuErrorIllegalAddress);
+    return e == gpuErrorIllegalAddress ? 0 : 1;
+}
