@@ -117,12 +117,20 @@ static int be_event_record(void *ctx, int dev, ca_event_t ev, ca_stream_t s)
 static int be_event_query(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
+    /* A runtime whose queries record "not ready" as the last error (HIP): the cache's own
+     * query must neither show up in the program's next check nor replace an error the program
+     * has not read yet. With such an error pending the query waits for a later look. */
+    if (rt->fn.peek_last_error != NULL && REAL(rt->fn.peek_last_error()) != rt->codes.success)
+        return 0;
     /* Events are not bound to the current device for a query: no switch needed. */
     ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_query(ev)));
     if (e == rt->codes.success)
         return 1;
-    if (e == rt->codes.not_ready)
+    if (e == rt->codes.not_ready) {
+        if (rt->fn.peek_last_error != NULL)
+            (void)REAL(rt->fn.get_last_error()); /* only the cache's own "not ready" */
         return 0;
+    }
     return -1;
 }
 

@@ -26,6 +26,7 @@ static const ca_rt_sym hip_syms[] = {
     SYM(device_synchronize, "hipDeviceSynchronize", 1),
     SYM(mem_get_info, "hipMemGetInfo", 1),
     SYM(get_last_error, "hipGetLastError", 1),
+    SYM(peek_last_error, "hipPeekAtLastError", 0),
     SYM(device_reset, "hipDeviceReset", 1),
     SYM(stream_create, "hipStreamCreate", 1),
     SYM(stream_create_with_flags, "hipStreamCreateWithFlags", 1),

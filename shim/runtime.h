@@ -43,6 +43,7 @@ typedef struct ca_rt_fns {
     ca_rt_err (*device_synchronize)(void);
     ca_rt_err (*mem_get_info)(size_t *free_bytes, size_t *total_bytes);
     ca_rt_err (*get_last_error)(void);
+    ca_rt_err (*peek_last_error)(void); /* optional: where queries leave "not ready" behind */
     ca_rt_err (*device_reset)(void);
     ca_rt_err (*stream_create)(void **stream);
     ca_rt_err (*stream_create_with_flags)(void **stream, unsigned flags);

@@ -3,6 +3,11 @@
 
 hipError_t hip_ret(int rc)
 {
+    /* HIP records every code its calls return as the thread's last error, "not ready" from an
+     * event or stream query included (ROCm's HIP_RETURN): a query that finds work pending
+     * shows up in the next hipGetLastError, which is what peers' caches trip over. */
+    if (rc == SD_ENOTREADY)
+        sd_record_error(rc);
     return sd_ret(rc, SD_EDEVPTR); /* what ROCm 5.2 documents for hipFree of a bad pointer */
 }
 
