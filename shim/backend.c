@@ -3,9 +3,11 @@
  * device (a free of another device's block, a reclaim of all devices): every device-bound call
  * switches to that device and back, so the program never sees its current device change. */
 #include "backend.h"
+#include "driver_ctx.h"
 #include "streams.h"
 
-/* Make dev current; returns the device to restore, or -1 when nothing changed. */
+/* Make dev current; returns the device to restore, or -1 when nothing changed. A driver
+ * thread that had no current context (CA_SLOT_NONE) gets none back. */
 static int enter_device(ca_runtime *rt, int dev)
 {
     int cur = -1;
@@ -19,7 +21,7 @@ static int enter_device(ca_runtime *rt, int dev)
 
 static void leave_device(ca_runtime *rt, int prev)
 {
-    if (prev >= 0)
+    if (prev >= 0 || prev == CA_SLOT_NONE)
         rt->fn.set_device(prev);
 }
 

@@ -5,7 +5,9 @@
  * memory drops by what that context held, the primary context goes on from its own cache, and
  * a context created later (it takes the destroyed one's slot) gets none of the dead addresses.
  * No served call, nor a reclaim of another context's segments, changes the calling thread's
- * current context. */
+ * current context, not even when it has none. */
+#include <pthread.h>
+
 #include "cachealloc.h"
 #include "gpu.h"
 
@@ -84,6 +86,15 @@ static uint64_t cache_reserved(int only_slot)
         if ((only_slot < 0 || d == only_slot) && cachealloc_get_stats(d, &st))
             sum += st.reserved_bytes;
     return sum;
+}
+
+static void *reclaim_without_context(void *unused)
+{
+    (void)unused;
+    EXPECT(current() == NULL);
+    EXPECT(cachealloc_reclaim(-1) > 0);
+    EXPECT(current() == NULL);
+    return NULL;
 }
 
 static void round_in_both(CUcontext prim, CUcontext made, CUstream sp, CUstream sm,
@@ -171,6 +182,13 @@ int main(void)
     CHECK(cuCtxSetCurrent(prim));
     SERVED(cuCtxDestroy(later));
     SERVED(cuStreamDestroy(sp));
+
+    /* A thread without a current context has none after a reclaim either. */
+    SERVED(cuMemFree(take(prim, &in_prim, &in_made, sizes[0], NULL)));
+    SERVED(cuCtxSynchronize());
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, reclaim_without_context, NULL) == 0);
+    EXPECT(pthread_join(t, NULL) == 0);
 
     struct simdev_counters c = sim_counters(0);
     printf("after reclaim: reserved %llu bytes, %llu invalid frees, %llu faults\n",
