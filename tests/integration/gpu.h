@@ -1,5 +1,6 @@
-/* One source, two runtimes: test programs are written once against these names and compiled
- * against the real CUDA headers, or with -DGPU_HIP against the real HIP headers. */
+/* One source, three APIs: test programs are written once against these names and compiled
+ * against the real CUDA runtime headers, with -DGPU_HIP against the real HIP headers, or with
+ * -DGPU_DRIVER against the CUDA driver API (gpu_driver.h). */
 #ifndef CA_TEST_GPU_H
 #define CA_TEST_GPU_H
 
@@ -49,6 +50,8 @@ typedef hipEvent_t gpuEvent_t;
 #define gpuGetLastError hipGetLastError
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
+#elif defined(GPU_DRIVER)
+#include "gpu_driver.h"
 #else
 #include <cuda_runtime_api.h>
 typedef cudaError_t gpuError_t;
@@ -87,6 +90,11 @@ typedef cudaEvent_t gpuEvent_t;
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
+#endif
+
+/* Both runtimes record the last error of a failed call (the driver keeps none). */
+#ifndef GPU_HAS_LAST_ERROR
+#define GPU_HAS_LAST_ERROR 1
 #endif
 
 /* Abort the test with the failing call's text and code. */
@@ -148,7 +156,7 @@ static inline void host_sleep_fn(void *arg)
     sleep_ms((long)(intptr_t)arg);
 }
 /* Queue a host function that sleeps ms milliseconds on stream s. */
-#define gpu_host_sleep(s, ms) cudaLaunchHostFunc((s), host_sleep_fn, (void *)(intptr_t)(ms))
+#define gpu_host_sleep(s, ms) gpuLaunchHostFunc((s), host_sleep_fn, (void *)(intptr_t)(ms))
 #endif
 
 /* A flag a host function on a stream waits on: the test decides when the stream goes on. The
@@ -193,7 +201,7 @@ static inline void gate_fn(void *arg)
     gpu_gate_wait(arg);
 }
 /* Queue a host function on stream s that waits on gate g. */
-#define gpu_host_gate(s, g) cudaLaunchHostFunc((s), gate_fn, (g))
+#define gpu_host_gate(s, g) gpuLaunchHostFunc((s), gate_fn, (g))
 #endif
 
 #endif

@@ -1,7 +1,7 @@
 /* Out of memory recovered by flushing the cache, on a 1 GiB simulated device: 40 blocks of
  * 20 MiB cached and freed, then one 900 MiB allocation succeeds and the runtime's last error
  * stays clean. A truly impossible allocation returns the runtime's own out-of-memory code,
- * which the runtime's last error then reports too. */
+ * which the runtime's last error then reports too (the driver keeps no last error). */
 #include "gpu.h"
 
 #define MIB ((size_t)1 << 20)
@@ -23,7 +23,7 @@ int main(void)
     gpuError_t e = gpuMalloc(&huge, 4096 * MIB);
     printf("impossible allocation: %d, last error %d\n", (int)e, 0);
     EXPECT(e == gpuErrorOOM);
-    EXPECT(gpuGetLastError() == gpuErrorOOM);
+    EXPECT(!GPU_HAS_LAST_ERROR || gpuGetLastError() == gpuErrorOOM);
     EXPECT(gpuGetLastError() == gpuSuccess);
     /* The device still works after the failure. */
     CHECK(gpuMalloc(&big, 100 * MIB));
