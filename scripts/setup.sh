@@ -5,9 +5,9 @@ set -euo pipefail
 
 # Debian packages: build tools, the C test framework, the real HIP headers and library,
 # ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts,
-# g++ for the CUB peer benchmark.
-packages=(meson ninja-build pkg-config gcc g++ clang python3 libcmocka-dev libamdhip64-dev
-          libncurses-dev tmux valgrind)
+# g++ for the CUB peer benchmark, clang's runtime for libFuzzer and the sanitizers.
+packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev python3 libcmocka-dev
+          libamdhip64-dev libncurses-dev tmux valgrind)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,9 @@
 # The test command: setup, configure, build, run every Meson test suite.
 #   scripts/test.sh              plain build in build/
 #   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
+#   scripts/test.sh --tsan       ThreadSanitizer in build-tsan/ (any report fails its test)
+#   scripts/test.sh --fuzz       clang build in build-fuzz/: the fuzz and tools suites, each
+#                                libFuzzer target for FUZZ_SECONDS (default 30)
 # Extra arguments after the option go to `meson test` (e.g. --suite unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +16,17 @@ if [ "${1:-}" = "--sanitize" ]; then
     builddir=build-asan
     setup_args=(-Db_sanitize=address,undefined -Db_lundef=false)
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+elif [ "${1:-}" = "--fuzz" ]; then
+    shift
+    builddir=build-fuzz
+    export CC=clang FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+    [ $# -gt 0 ] || set -- --suite fuzz --suite tools
+elif [ "${1:-}" = "--tsan" ]; then
+    shift
+    builddir=build-tsan
+    setup_args=(-Db_sanitize=thread -Db_lundef=false)
+    # A report makes the program exit 66 at its end: its test fails. No suppressions.
+    export TSAN_OPTIONS="second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 fi
 
 bash scripts/setup.sh

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -79,6 +80,12 @@ static void load_options(void)
 {
     ca_options_defaults(&opts);
     ca_options_parse(&opts, environ, stderr);
+    /* In a setuid or setgid program the environment is the caller's, not the owner's: it does
+     * not get to name a file the program would create or truncate. */
+    if (getauxval(AT_SECURE) && opts.trace_path[0] != '\0') {
+        fprintf(stderr, "cachealloc: CACHEALLOC_TRACE is ignored in a setuid program\n");
+        opts.trace_path[0] = '\0';
+    }
     ca_options_to_config(&opts, &config);
     if (opts.trace_path[0] != '\0' && (trace = ca_trace_open(opts.trace_path, stderr)) != NULL) {
         config.trace = ca_trace_event;

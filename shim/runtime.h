@@ -23,8 +23,8 @@ typedef unsigned int ca_rt_err;
 
 /* Code that runs before a sanitizer runtime has set itself up: AddressSanitizer looks up its
  * interceptors' real functions with dlsym(RTLD_NEXT, ...) during its own start, when its shadow
- * memory does not exist yet, and that dlsym is the shim's. */
-#define CA_BEFORE_SANITIZERS __attribute__((no_sanitize_address))
+ * memory does not exist yet, and that dlsym is the shim's; ThreadSanitizer likewise. */
+#define CA_BEFORE_SANITIZERS __attribute__((no_sanitize("address", "thread")))
 
 /* The real functions. Identical shapes for both runtimes; NULL where a runtime lacks one. */
 typedef struct ca_rt_fns {

@@ -89,7 +89,7 @@ static void copy_str(char *dst, size_t len, const char *src)
  * shared-memory name. -1 when it does not fit. */
 static int segment_name(char *out, size_t len, int *in_dir)
 {
-    const char *dir = getenv(CA_STATS_DIR_ENV);
+    const char *dir = secure_getenv(CA_STATS_DIR_ENV); /* ignored in a setuid program */
     unsigned uid = (unsigned)geteuid();
     int pid = (int)getpid();
     int n;

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,12 +187,12 @@ static void test_monitor_publishes_and_beats(void **state)
     assert_true(seen);
 }
 
-static volatile int g_hammer_stop;
+static atomic_int g_hammer_stop;
 
 static void *hammer(void *arg)
 {
     (void)arg;
-    while (!g_hammer_stop) {
+    while (!atomic_load(&g_hammer_stop)) {
         __atomic_fetch_add(&g_k, 1, __ATOMIC_ACQ_REL);
         ca_stats_publish();
     }
@@ -202,7 +203,7 @@ static void test_seqlock_consistency(void **state)
 {
     (void)state;
     pthread_t t;
-    g_hammer_stop = 0;
+    atomic_store(&g_hammer_stop, 0);
     assert_int_equal(pthread_create(&t, NULL, hammer, NULL), 0);
     int checked = 0;
     uint64_t first = 0, last = 0;
@@ -226,7 +227,7 @@ static void test_seqlock_consistency(void **state)
         }
         top_proc_clear(&p);
     }
-    g_hammer_stop = 1;
+    atomic_store(&g_hammer_stop, 1);
     pthread_join(t, NULL);
     assert_true(checked > 9000);
     assert_true(last > first); /* the writer really was writing meanwhile */

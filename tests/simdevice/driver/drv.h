@@ -56,7 +56,8 @@ struct drv_ctx {
     uint32_t magic;
     int dev;
     bool primary;
-    int refs;          /* primary: retain count; created: 1 until destroyed */
+    int refs;          /* primary: retain count; created: 1 until destroyed. Atomic: drv_enter
+                        * reads it without the lock on every call */
     unsigned flags;
     uint64_t id;
     struct drv_kv *storage; /* context-local storage of the runtime's export table */

@@ -65,7 +65,7 @@ CUresult drv_enter(void)
     if (!drv_ctx_valid(c))
         return CUDA_ERROR_INVALID_CONTEXT;
     /* A primary context released to zero is inactive: using it is an error, as on a GPU. */
-    if (c->primary && c->refs == 0)
+    if (c->primary && __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     bind_core(c);
     return CUDA_SUCCESS;
@@ -94,7 +94,7 @@ API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     struct drv_ctx *c = drv_primary(dev);
     pthread_mutex_lock(&ctx_lock);
-    c->refs++;
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ctx_lock);
     *pctx = c;
     return CUDA_SUCCESS;
@@ -108,8 +108,8 @@ API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
         return rc;
     struct drv_ctx *c = drv_primary(dev);
     pthread_mutex_lock(&ctx_lock);
-    bool inactive = c->refs == 0;
-    bool last = !inactive && --c->refs == 0;
+    bool inactive = __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 0;
+    bool last = !inactive && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_RELEASE) == 0;
     pthread_mutex_unlock(&ctx_lock);
     if (inactive)
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -138,7 +138,7 @@ API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *acti
     struct drv_ctx *c = drv_primary(dev);
     pthread_mutex_lock(&ctx_lock);
     *flags = c->flags;
-    *active = c->refs > 0;
+    *active = __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) > 0;
     pthread_mutex_unlock(&ctx_lock);
     return CUDA_SUCCESS;
 }
