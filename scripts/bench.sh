@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Benchmarks of cachealloc: the arena's hot path (ns and instructions per cache-hit pair) and
+# Benchmarks of cachealloc: the arena's hot path (ns and instructions per cache-hit pair),
 # trace replays on the simulated device (plain runtime vs the preloaded cache vs CUB's
-# CachingDeviceAllocator). Prints one table of figures measured in this run, and the exact
-# command line of every measurement. docs/benchmarks.md explains what each figure means.
+# CachingDeviceAllocator), and loops of cudaMalloc/cudaFree beside idle and busy streams (plain
+# runtime vs the cache vs a cache that synchronizes the device before reuse). Prints tables of
+# figures measured in this run, and the exact command line of every measurement.
+# docs/benchmarks.md explains what each figure means.
 #
 #   scripts/bench.sh [--builddir DIR] [--runs N] [--pairs N] [--memset BYTES]
-#                    [--no-build] [--no-callgrind] [TRACE.csv ...]
+#                    [--no-build] [--no-callgrind] [--loops-only] [--loop-pairs N]
+#                    [--loop-runs N] [TRACE.csv ...]
 #
 # Default traces: tests/bench/small_trace.csv, plus ../shared/traces/*.csv when that directory
 # exists next to the repository.
@@ -20,10 +23,13 @@ cg_pairs=100000   # callgrind: runs of cg_pairs and 2*cg_pairs pairs
 memset_bytes=8
 build=1
 callgrind=1
+loops_only=0
+loop_pairs=20000  # timed pairs per loop variant of the caches (the plain runtime: a tenth)
+loop_runs=3       # best-of for the loops
 traces=()
 
 usage() {
-    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -35,14 +41,21 @@ while [ $# -gt 0 ]; do
     --memset) memset_bytes=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --no-callgrind) callgrind=0; shift ;;
+    --loops-only) loops_only=1; shift ;;
+    --loop-pairs) loop_pairs=$2; shift 2 ;;
+    --loop-runs) loop_runs=$2; shift 2 ;;
     -h|--help) usage ;;
     --*) echo "bench.sh: unknown option $1" >&2; usage ;;
     *) traces+=("$1"); shift ;;
     esac
 done
-for n in "$runs" "$pairs" "$memset_bytes"; do
+for n in "$runs" "$pairs" "$memset_bytes" "$loop_pairs" "$loop_runs"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench.sh: not a number: $n" >&2; exit 2; }
 done
+if [ "$loop_pairs" -lt 10 ] || [ "$loop_runs" -lt 1 ]; then
+    echo "bench.sh: --loop-pairs needs at least 10, --loop-runs at least 1" >&2
+    exit 2
+fi
 case $builddir in /*) ;; *) builddir=$PWD/$builddir ;; esac
 
 if [ ${#traces[@]} -eq 0 ]; then
@@ -82,6 +95,110 @@ commands=()
 
 # val KEY FILE
 val() { sed -n "s/^$1=//p" "$2" | head -n 1; }
+
+# ------------------------------------------------- loops of cudaMalloc/cudaFree beside streams
+# One size (1 MiB) and random sizes (1 to 8 MiB), 1 to 8 threads, two non-blocking streams
+# that stay idle or of which one is kept busy with host functions of 20 us, two queued at a
+# time. Modes: plain runtime, the reference cache that synchronizes the device before reuse
+# (bench-loop --sync-cache), and the preloaded cache. Printed by loop_section.
+loop=$builddir/tests/bench/bench-loop
+loop_memory=${SIMDEV_MEMORY:-8G}
+
+loop_cmd() {  # mode sizes threads streams
+    local base="LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64 SIMDEV_MEMORY=$loop_memory"
+    local busy=0 n=$loop_pairs warm=1000
+    [ "$4" = busy ] && busy=1
+    # The plain runtime pays a driver call per allocation: a tenth of the pairs says as much.
+    [ "$1" = plain ] && n=$((loop_pairs / 10)) warm=100
+    local args="--sizes $2 --threads $3 --streams 2 --busy $busy --pairs $n --warmup $warm"
+    case $1 in
+    plain) echo "env -u LD_PRELOAD $base $loop $args" ;;
+    sync) echo "env -u LD_PRELOAD $base $loop $args --sync-cache" ;;
+    cache) echo "env $base LD_PRELOAD=$shim $loop $args" ;;
+    esac
+}
+
+loop_section() {
+    if [ ! -x "$loop" ]; then
+        echo "Loops: $loop not built (CUDA toolkit not found)"
+        return
+    fi
+    local sizes threads streams m r cmd out best pps
+    for sizes in fixed random; do
+        for streams in idle busy; do
+            for threads in 1 2 4 8; do
+                for m in plain sync cache; do
+                    cmd=$(loop_cmd "$m" "$sizes" "$threads" "$streams")
+                    commands+=("$cmd  (best of $loop_runs)")
+                    best=
+                    for ((r = 0; r < loop_runs; r++)); do
+                        out=$tmp/loop.run
+                        # shellcheck disable=SC2086  # split on purpose: see loop_cmd
+                        if ! $cmd >"$out" 2>"$tmp/loop.err"; then
+                            echo "bench.sh: loop failed: $cmd" >&2
+                            cat "$tmp/loop.err" >&2
+                            exit 1
+                        fi
+                        pps=$(val pairs_per_s "$out")
+                        if [ -z "$best" ] || [ "$pps" -gt "$best" ]; then
+                            best=$pps
+                            cp "$out" "$tmp/loop.$m.$sizes.$threads.$streams"
+                        fi
+                    done
+                done
+            done
+        done
+    done
+    echo "Loops of cudaMalloc/cudaFree beside 2 non-blocking streams (busy: one kept running host"
+    echo "functions of 20 us, 2 queued), 8-byte memset after each allocation; caches: $loop_pairs"
+    echo "timed pairs after 1000 warm-up pairs per thread, plain: a tenth; best of $loop_runs."
+    local seg o p s mib W R bound
+    for sizes in fixed random; do
+        seg=$((2 << 20)) mib=1
+        [ "$sizes" = random ] && seg=$((20 << 20)) mib=1-8
+        for streams in idle busy; do
+            echo "  $mib MiB, $streams streams"
+            printf '    %-3s %-6s %10s %8s %8s %10s %10s %10s %10s %9s  %s\n' thr mode pairs/s \
+                "x plain" "x sync" "live MiB" "res MiB" "bound MiB" mallocs/10k syncs/10k targets
+            for threads in 1 2 4 8; do
+                p=$tmp/loop.plain.$sizes.$threads.$streams
+                s=$tmp/loop.sync.$sizes.$threads.$streams
+                for m in plain sync cache; do
+                    o=$tmp/loop.$m.$sizes.$threads.$streams
+                    W=$(val peak_live_bytes "$o")
+                    R=$(val peak_reserved_bytes "$o")
+                    bound=$((2 * W + seg))
+                    awk -v t="$threads" -v m="$m" -v pps="$(val pairs_per_s "$o")" \
+                        -v pp="$(val pairs_per_s "$p")" -v ps="$(val pairs_per_s "$s")" \
+                        -v W="$W" -v R="$R" -v B="$bound" \
+                        -v ma="$(val driver_mallocs_per_10k "$o")" \
+                        -v sy="$(val device_syncs_per_10k "$o")" 'BEGIN {
+                        ok = ""
+                        if (m == "cache")
+                            ok = sprintf("reserved %s, mallocs %s, 10x plain %s, >= sync %s",
+                                R <= B ? "ok" : "OVER", ma <= 1 ? "ok" : "OVER",
+                                pps >= 10 * pp ? "ok" : "no", pps >= ps ? "ok" : "no")
+                        printf "    %-3s %-6s %10d %7.1fx %7.2fx %10.1f %10.1f %10.1f %10.2f %9.1f  %s\n",
+                            t, m, pps, pps / pp, pps / ps, W / 1048576, R / 1048576,
+                            B / 1048576, ma, sy, ok }'
+                done
+            done
+        done
+    done
+    echo "  live: largest live working set (sum of requested sizes); res: the driver's peak reserved"
+    echo "  bytes; bound: 2 x live + one segment (2 MiB, or 20 MiB for 1-8 MiB); mallocs and syncs:"
+    echo "  the driver's allocations and device synchronizations during the timed pairs, per 10,000."
+    echo
+}
+
+if [ "$loops_only" = 1 ]; then
+    loop_section
+    echo "Commands:"
+    for c in "${commands[@]}"; do
+        echo "  $c"
+    done
+    exit 0
+fi
 
 # ---------------------------------------------------------------- hot path: ns per pair
 declare -A ns ns_thread ins
@@ -218,6 +335,8 @@ echo "  vs plain / vs cub: speed-up of the row's wall time (higher is faster); m
 echo "  syncs: the simulated driver's cudaMalloc and cudaFree calls and device synchronizations"
 echo "  during the replay; frag = 1 - peak live / peak reserved."
 echo
+loop_section
+
 echo "A process that never uses a GPU ($inert_runs runs each, median wall time):"
 echo "  ${inert_cmd[*]}: ${inert_plain} ms plain, ${inert_preload} ms with LD_PRELOAD=libcachealloc.so"
 echo

@@ -327,6 +327,9 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     }
     if ((b = search_again(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
+    for (int round = 0; ca_wait_instead_of_grow(a, d, rounded, round); round++)
+        if ((b = search_again(a, d, p, rounded, small)) != NULL)
+            return *hit = true, b;
     if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL)
         return b;
     if (ca_fencing(a, d)) {

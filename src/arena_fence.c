@@ -241,14 +241,26 @@ void ca_complete_upto(ca_device *d, uint64_t seq)
 }
 
 /* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
- * the frees and the stream destructions made before it began, not those made meanwhile. */
-void ca_wait_device(ca_arena *a, ca_device *d)
+ * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
+ * the device's other allocations wait until it returned, as they do for the mode switch. */
+static void wait_device(ca_arena *a, ca_device *d, bool alone)
 {
     uint64_t token = d->free_seq, dying = d->dying_stamp;
     d->st.device_syncs++;
+    if (alone)
+        __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
     ca_window_begin(d);
     int rc = a->be.device_synchronize(a->be.ctx, d->id);
-    ca_window_end(d);
+    if (alone) {
+        /* Not ca_window_end: it would wait for this very switch. */
+        ca_lock_acquire(&d->lock);
+        __atomic_store_n(&d->switching, 0, __ATOMIC_RELEASE);
+        ca_futex_wake_all(&d->switching);
+        if (--d->windows == 0)
+            ca_futex_wake_all(&d->windows);
+    } else {
+        ca_window_end(d);
+    }
     if (rc == CA_OK) {
         ca_complete_upto(d, token);
         for (int i = 0; i < d->ndying; i++)
@@ -256,6 +268,10 @@ void ca_wait_device(ca_arena *a, ca_device *d)
                 d->dying[i].done = true;
     }
 }
+
+void ca_wait_device(ca_arena *a, ca_device *d) { wait_device(a, d, false); }
+
+void ca_wait_device_alone(ca_arena *a, ca_device *d) { wait_device(a, d, true); }
 
 void ca_wait_all(ca_arena *a, ca_device *d)
 {

@@ -94,7 +94,8 @@ typedef struct ca_device {
     int id;
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
-    uint32_t switching;       /* the one-time device synchronization runs (a futex word) */
+    uint32_t switching;       /* a device synchronization that stops allocations runs: the
+                               * mode switch, or a starved allocation's (a futex word) */
     uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
     uint64_t limit;           /* effective CACHEALLOC_LIMIT in bytes, 0 none */
     uint64_t release_threshold;
@@ -235,6 +236,8 @@ bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *se
 void ca_pend(ca_device *d, ca_block *b);
 bool ca_fence_record(ca_arena *a, ca_device *d);
 void ca_wait_device(ca_arena *a, ca_device *d);
+/* ca_wait_device while the device's other allocations wait: its caller is served first. */
+void ca_wait_device_alone(ca_arena *a, ca_device *d);
 bool ca_fence_poll(ca_arena *a, ca_device *d);
 void ca_pools_poll(ca_arena *a, ca_device *d);
 void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
@@ -242,3 +245,9 @@ void ca_complete_upto(ca_device *d, uint64_t seq);
 void ca_wait_all(ca_arena *a, ca_device *d);
 ca_event_t ca_event_get(ca_arena *a, ca_device *d);
 void ca_event_put(ca_device *d, ca_event_t ev);
+
+/* arena_wait.c: before the ladder grows past pending memory, wait for it instead when the
+ * cache already holds twice the working set. Call with round 0, 1, ... after each failed
+ * search: true when it waited (search again), false when growing is the answer. Drops the lock
+ * while it waits. */
+bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round);

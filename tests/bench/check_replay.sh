@@ -6,25 +6,8 @@
 set -u
 mode=$1
 replay=$2
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*"; exit 1; }
-# value KEY FILE: the value of a key=value line
-value() { sed -n "s/^$1=//p" "$2" | head -n 1; }
-
-# run NAME CMD...: run the replay, keep its output, insist every replayed call succeeded.
-run() {
-    name=$1
-    shift
-    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    rc=$?
-    cat "$tmp/$name.out" "$tmp/$name.err" | sed "s/^/[$name] /"
-    [ "$rc" -eq 0 ] || fail "$name: exit status $rc"
-    [ "$(value alloc_failures "$tmp/$name.out")" = 0 ] || fail "$name: an allocation failed"
-    [ "$(value free_failures "$tmp/$name.out")" = 0 ] || fail "$name: a free failed"
-    [ -n "$(value driver_mallocs "$tmp/$name.out")" ] || fail "$name: no simulator counters"
-}
+# shellcheck source=tests/bench/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 
 case $mode in
 cache)

@@ -180,8 +180,8 @@ static int f_event_record(void *ctx, int d, ca_event_t ev, ca_stream_t s) { LOCK
 static int f_event_query(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_query_unlocked(ctx, d, ev)); }
 static void run_hook(void (**hook)(void))
 {
-    void (*h)(void) = *hook;
-    *hook = NULL;
+    /* Several threads may wait at once: exactly one of them runs the hook. */
+    void (*h)(void) = __atomic_exchange_n(hook, NULL, __ATOMIC_ACQ_REL);
     if (h)
         h();
 }

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Behaviour checks of bench-loop (suite "bench"); never timings.
+#   check_loop.sh LOOP PRELOAD
+# Beside a busy stream, the plain runtime makes a driver call per allocation, the reference
+# cache synchronizes the device instead, and the preloaded cache stays within twice the working
+# set plus one segment with no driver allocation after the warm-up.
+set -u
+loop=$1
+preload=$2
+# shellcheck source=tests/bench/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+
+args="--busy 1 --warmup 200"
+# shellcheck disable=SC2086  # split on purpose
+run plain env -u LD_PRELOAD "$loop" $args --pairs 200
+# shellcheck disable=SC2086
+run sync env -u LD_PRELOAD "$loop" $args --pairs 2000 --sync-cache
+# shellcheck disable=SC2086
+run cache env LD_PRELOAD="$preload" "$loop" $args --pairs 2000
+[ "$(value mode "$tmp/plain.out")" = plain ] || fail "plain run sees a cache"
+[ "$(value mode "$tmp/cache.out")" = cache ] || fail "preloaded run sees no cache"
+[ "$(value driver_mallocs "$tmp/plain.out")" -eq 200 ] || fail "plain: not a driver call per pair"
+[ "$(value driver_mallocs "$tmp/sync.out")" -eq 0 ] || fail "sync: driver calls after warm-up"
+[ "$(value device_syncs "$tmp/sync.out")" -ge 1000 ] || fail "sync: does not synchronize"
+[ "$(value driver_mallocs "$tmp/cache.out")" -eq 0 ] || fail "cache: driver calls after warm-up"
+live=$(value peak_live_bytes "$tmp/cache.out")
+reserved=$(value peak_reserved_bytes "$tmp/cache.out")
+[ "$reserved" -le $((2 * live + 2 * 1048576)) ] ||
+    fail "cache: $reserved bytes reserved for $live live"
+echo "ok"
