@@ -4,6 +4,7 @@
  * name as itself (no renaming macros); a _ptsz form has its legacy form's prototype. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cuda_abi.h"
@@ -24,6 +25,13 @@ _Static_assert(CUDA_ERROR_NOT_INITIALIZED == CUABI_ERROR_NOT_INITIALIZED, "NOT_I
 _Static_assert(CUDA_ERROR_INVALID_CONTEXT == CUABI_ERROR_INVALID_CONTEXT, "INVALID_CONTEXT");
 _Static_assert(CUDA_ERROR_NOT_FOUND == CUABI_ERROR_NOT_FOUND, "NOT_FOUND");
 _Static_assert(CUDA_ERROR_NOT_READY == CUABI_ERROR_NOT_READY, "NOT_READY");
+_Static_assert(__builtin_types_compatible_p(CUmemoryPool, cuabi_mempool_t), "CUmemoryPool");
+_Static_assert(sizeof(CUmemAccessDesc) == sizeof(cuabi_access_desc), "CUmemAccessDesc size");
+_Static_assert(offsetof(CUmemAccessDesc, location.id) == offsetof(cuabi_access_desc, location.id),
+               "CUmemAccessDesc.location.id");
+_Static_assert(offsetof(CUmemAccessDesc, flags) == offsetof(cuabi_access_desc, flags),
+               "CUmemAccessDesc.flags");
+_Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "location type");
 _Static_assert(CU_STREAM_NON_BLOCKING == CUABI_STREAM_NON_BLOCKING, "CU_STREAM_NON_BLOCKING");
 _Static_assert(CU_EVENT_DISABLE_TIMING == CUABI_EVENT_DISABLE_TIMING, "CU_EVENT_DISABLE_TIMING");
 _Static_assert(CU_GET_PROC_ADDRESS_LEGACY_STREAM == CUABI_GPA_LEGACY, "legacy lookup flag");

@@ -22,6 +22,16 @@
 typedef unsigned long long cuabi_deviceptr;
 typedef struct CUstream_st *cuabi_stream_t;
 typedef struct CUctx_st *cuabi_context_t;
+typedef struct CUmemPoolHandle_st *cuabi_mempool_t;
+struct CUmemAccessDesc_st;
+/* CUmemAccessDesc's layout, to read what cuMemPoolSetAccess was given. */
+typedef struct cuabi_access_desc {
+    struct {
+        int type, id;
+    } location;
+    int flags;
+} cuabi_access_desc;
+#define CUABI_MEM_LOCATION_TYPE_DEVICE 1
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
@@ -61,6 +71,12 @@ typedef struct CUctx_st *cuabi_context_t;
       cuDevicePrimaryCtxReset_v2, (int dev))                                                  \
     X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, CUABI_GPA_LEGACY, cuCtxDestroy_v2,               \
       (cuabi_context_t ctx))                                                                  \
+    X(cuDeviceSetMemPool, "cuDeviceSetMemPool", 11020, CUABI_GPA_LEGACY, cuDeviceSetMemPool,  \
+      (int dev, cuabi_mempool_t pool))                                                        \
+    X(cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020, CUABI_GPA_LEGACY, cuMemPoolSetAccess,  \
+      (cuabi_mempool_t pool, const struct CUmemAccessDesc_st *map, size_t count))             \
+    X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUABI_GPA_LEGACY, cuMemPoolTrimTo,           \
+      (cuabi_mempool_t pool, size_t minBytesToKeep))                                          \
     X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
       (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \

@@ -142,6 +142,31 @@ int sd_vmm_unmap(void *ptr, size_t size);
  * 1 read, 3 read-write. SD_EDEVICE for a bad device. */
 int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags);
 
+/* Memory pools (cuMemPool* / hipMemPool*). Pool handles are opaque; codes follow the CUDA
+ * driver's docs. Attributes are numbered as CUmemPool_attribute (and hipMemPoolAttr). */
+/* Creates a pool of pinned memory on device dev, at most max_size bytes (0: no limit). */
+int sd_pool_create(void **pool, int dev, size_t max_size);
+/* Destroys a created pool (a default one is SD_EINVAL); allocations still out keep its memory
+ * until freed. A destroyed current pool leaves the default one current. */
+int sd_pool_destroy(void *pool);
+/* Stores device dev's default pool. */
+int sd_pool_default(int dev, void **pool);
+/* Stores device dev's current pool (what stream-ordered allocations on its streams use). */
+int sd_pool_current(int dev, void **pool);
+/* Makes pool, which must belong to dev, dev's current pool; SD_EDEVICE for a bad device. */
+int sd_pool_set_current(int dev, void *pool);
+/* Stream-ordered allocation of n bytes from pool, whatever the stream's device. */
+int sd_malloc_from_pool(void **p, size_t n, void *pool, void *stream, int ptsz);
+/* Gives back what the pool keeps until it reserves no more than `keep` bytes. */
+int sd_pool_trim(void *pool, size_t keep);
+/* Reads (set == 0) or writes one attribute through `value` (int or uint64_t, by attribute). */
+int sd_pool_attr(void *pool, int attr, void *value, int set);
+/* Sets peers' access to the pool's memory from n descriptors (device locations, flags 0, 1 or
+ * 3; the owner's access stays read-write). Recorded, not enforced on copies. */
+int sd_pool_set_access(void *pool, const struct sd_vmm_access *d, size_t n);
+/* Stores the access of device location (loc_type 1, loc_id) to the pool's memory. */
+int sd_pool_get_access(int *flags, void *pool, int loc_type, int loc_id);
+
 /* One row of a front's error table. */
 struct sd_errname {
     int code;

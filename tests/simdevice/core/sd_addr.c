@@ -165,6 +165,7 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
     if (!a)
         return;
     size_t span = a->span, rsize = a->rsize, size = a->size;
+    struct sd_pool *pool = a->pool;
     sd_table_remove(&d->allocs, addr);
     /* Writers wait for in-flight copies; they hold sd_lock, so no reader can start meanwhile. */
     pthread_rwlock_wrlock(&d->access);
@@ -176,6 +177,8 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
     d->freed[d->freed_next % 64].addr = addr;
     d->freed[d->freed_next % 64].size = size;
     d->freed_next++;
+    if (pool)
+        sd_pool_returned(pool, rsize);
 }
 
 bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,

@@ -143,6 +143,7 @@ int sd_device_sync(void)
     struct sd_device *d = sd_cur();
     d->c.device_syncs++;
     sd_wait_device(d);
+    sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
     rc = d->sticky;
     pthread_mutex_unlock(&sd_lock);
     sd_inject_sync_delay();
@@ -184,6 +185,7 @@ int sd_device_reset(void)
         d->cursor = d->base;
     }
     sd_vmm_drop_device(d);
+    sd_pool_drop_device(d);
     d->sticky = 0;
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;

@@ -130,6 +130,7 @@ int sd_event_sync(void *event)
     if (!rc && e->recorded) {
         e->refs++;
         sd_wait_seq(e->s, e->seq);
+        sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
         rc = e->dev->sticky;
         sd_event_unref(e);
     }

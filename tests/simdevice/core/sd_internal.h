@@ -40,6 +40,7 @@ struct sd_alloc {
     bool async;
     bool free_pending; /* a stream-ordered free is queued */
     void *owner;       /* the driver context that made it (NULL for the runtime fronts) */
+    struct sd_pool *pool; /* the pool a stream-ordered allocation came from */
 };
 
 struct sd_table {
@@ -112,6 +113,20 @@ bool sd_vmm_mapped(uintptr_t p);
 const char *sd_vmm_refusal(uintptr_t p, size_t n, int dev, bool write);
 /* Unmaps and frees every physical handle of d, released or not (device reset). */
 void sd_vmm_drop_device(struct sd_device *d);
+
+/* Memory pools (sd_pool.c). All under sd_lock. */
+struct sd_pool;
+/* Allocates n bytes from pool p (NULL: device d's current pool) on p's device: the pool's kept
+ * bytes first, then new capacity; SD_ENOMEM beyond the pool's maximum or the device. */
+int sd_pool_alloc(struct sd_pool *p, struct sd_device *d, size_t n, void **out);
+/* An allocation of rsize bytes came back to p: kept, or gone with a destroyed pool. */
+void sd_pool_returned(struct sd_pool *p, size_t rsize);
+/* A synchronization: every pool gives back what it keeps beyond its threshold. Which pool a
+ * real driver trims at which synchronization is not documented: all of them is the simplest
+ * rule under which a program that synchronizes sees its memory back. */
+void sd_pool_sync_trim(void);
+/* Every pool of d gives back all it keeps (reset, context release). */
+void sd_pool_drop_device(struct sd_device *d);
 
 /* Pointer sets for validating handles. Under sd_lock. */
 struct sd_set {

@@ -113,7 +113,7 @@ int sd_malloc_async(void **p, size_t n, void *stream, int ptsz)
     if (!rc && n == 0)
         *p = NULL;
     else if (!rc)
-        rc = sd_inject_alloc(s->dev) ? SD_ENOMEM : sd_dev_alloc(s->dev, n, true, p);
+        rc = sd_pool_alloc(NULL, s->dev, n, p); /* the stream's device's current pool */
     if (!rc)
         s->dev->c.malloc_async_calls++;
     pthread_mutex_unlock(&sd_lock);

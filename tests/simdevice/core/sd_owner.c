@@ -34,6 +34,7 @@ int sd_owner_release(int dev, void *owner, int clear_fault)
     for (size_t i = d->allocs.n; i-- > 0;)
         if (d->allocs.v[i].owner == owner)
             sd_dev_release(d, d->allocs.v[i].addr);
+    sd_pool_drop_device(d); /* what the released allocations gave their pools goes too */
     if (clear_fault)
         d->sticky = 0;
     pthread_mutex_unlock(&sd_lock);

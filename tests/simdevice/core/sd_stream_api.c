@@ -60,6 +60,7 @@ int sd_stream_sync(void *stream, int ptsz)
         } else {
             sd_wait_seq(s, s->enq);
         }
+        sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
         rc = s->dev->sticky;
     }
     pthread_mutex_unlock(&sd_lock);

@@ -28,6 +28,19 @@ typedef struct {
     unsigned char alloc_flags[8];
 } CUmemAllocationProp;
 
+/* A memory location: type 1 is a device, id its ordinal. */
+typedef struct { int type, id; } CUmemLocation;
+/* What cuMemPoolCreate reads: CUDA 13's CUmemPoolProps. */
+typedef struct {
+    int alloc_type;
+    int handle_types;
+    struct { int type, id; } location;
+    void *win32_attrs;
+    size_t max_size;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
 enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,

@@ -1,5 +1,4 @@
-/* drv_device.c: initialization, the driver version, devices and their attributes, and the
- * device's default memory pool as a handle. */
+/* drv_device.c: initialization, the driver version, devices and their attributes. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -176,35 +175,4 @@ API CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
     if (!rc)
         *can = dev != peer;
     return rc;
-}
-
-/* The default memory pool of each device is an opaque handle naming it. */
-static char pools[64];
-
-/* The device's default (and current) memory pool. */
-API CUresult cuDeviceGetDefaultMemPool(void **pool, CUdevice dev)
-{
-    CUresult rc = check_dev(pool, dev);
-    if (!rc)
-        *pool = &pools[dev];
-    return rc;
-}
-
-/* The device's current memory pool: always the default one here. */
-API CUresult cuDeviceGetMemPool(void **pool, CUdevice dev)
-{
-    return cuDeviceGetDefaultMemPool(pool, dev);
-}
-
-/* Trims a pool. The simulated pool returns memory at every stream-ordered free, so there is
- * nothing to trim; the handle is still checked. */
-API CUresult cuMemPoolTrimTo(void *pool, size_t keep)
-{
-    (void)keep;
-    if (!drv_initialized())
-        return CUDA_ERROR_NOT_INITIALIZED;
-    char *p = pool;
-    if (p < pools || p >= pools + drv_device_count())
-        return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
 }
