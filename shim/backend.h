@@ -8,4 +8,7 @@
 /* Fill be with the one backend implementation, working on rt (whose fn must be resolved). */
 void ca_backend_make(ca_runtime *rt, ca_backend *be);
 
+/* Whether rt has every virtual memory call expandable segments need. */
+int ca_backend_has_vmm(const ca_runtime *rt);
+
 #endif

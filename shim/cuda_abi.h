@@ -30,6 +30,28 @@ typedef struct CUctx_st *cuabi_context_t;
 #define CUABI_GPA_LEGACY 1
 #define CUABI_GPA_PER_THREAD 2
 
+/* Virtual memory management (CUDA 10.2), what expandable segments call: looked up at this ABI
+ * version. The two structures are CUmemAllocationProp and CUmemAccessDesc. */
+#define CUABI_VMM_VERSION 10020
+#define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
+#define CUABI_MEM_LOCATION_TYPE_DEVICE 1
+#define CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+typedef unsigned long long cuabi_mem_handle;
+typedef struct cuabi_mem_location {
+    int type, id;
+} cuabi_mem_location;
+typedef struct cuabi_mem_prop {
+    int type;
+    int requested_handle_types;
+    cuabi_mem_location location;
+    void *win32_handle_meta_data;
+    unsigned char alloc_flags[8];
+} cuabi_mem_prop;
+typedef struct cuabi_access_desc {
+    cuabi_mem_location location;
+    int flags;
+} cuabi_access_desc;
+
 /* Every driver entry point the shim serves: X(exported name, base name, ABI version, lookup
  * flags, the toolkit's declaration it must match, parameter list). All return CUresult. */
 #define CUABI_SERVED(X)                                                                       \

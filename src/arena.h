@@ -54,6 +54,27 @@ typedef struct ca_backend {
     /* Clear the error a failed real allocation left behind (cudaGetLastError), so that a
      * recovered out-of-memory never shows up in the program's own error checks. */
     void (*clear_error)(void *ctx);
+
+    /* Virtual memory management, for expandable segments. All optional: NULL where the driver
+     * or runtime lacks them, and then segments are plain driver allocations. Sizes and
+     * addresses are multiples of the granularity. None of them may synchronize the device
+     * except vmm_unmap, which is never called under a lock. */
+    /* The page size of physical memory on dev: every other size is a multiple of it. */
+    int (*vmm_granularity)(void *ctx, int dev, size_t *out);
+    /* Reserve size bytes of virtual addresses (no memory behind them), aligned to the page. */
+    int (*vmm_reserve)(void *ctx, int dev, size_t size, void **out);
+    /* Give a reservation back; it holds no mapping any more. */
+    int (*vmm_free)(void *ctx, int dev, void *base, size_t size);
+    /* Create size bytes of physical memory on dev. CA_ERR_OOM when full. */
+    int (*vmm_create)(void *ctx, int dev, size_t size, uint64_t *handle);
+    /* Drop the creation's reference: the memory lives on while a mapping holds it. */
+    int (*vmm_release)(void *ctx, int dev, uint64_t handle);
+    /* Map handle (size bytes) at addr, inside a reservation; inaccessible until vmm_set_access. */
+    int (*vmm_map)(void *ctx, int dev, void *addr, size_t size, uint64_t handle);
+    /* Unmap the mappings that make up [addr, addr+size); a released handle's memory goes back. */
+    int (*vmm_unmap)(void *ctx, int dev, void *addr, size_t size);
+    /* Give dev read-write access to the mappings that make up [addr, addr+size). */
+    int (*vmm_set_access)(void *ctx, int dev, void *addr, size_t size);
 } ca_backend;
 
 typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
