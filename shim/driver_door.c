@@ -284,6 +284,8 @@ static ca_rt_err primary_reset(ca_rt_err (*reset)(int), int dev)
         return reset(dev);
     void *ctx = ca_drv_primary_of(dev);
     int slot = ctx != NULL ? ca_drv_slot_of(ctx) : -1;
+    if (slot >= 0)
+        ca_device_resetting(drv_rt.arena, slot);
     ca_rt_err e = reset(dev);
     if (e == 0 && slot >= 0)
         forget_slot(slot);
@@ -302,6 +304,8 @@ ca_rt_err cuCtxDestroy_v2(cuabi_context_t ctx)
     if (destroy == NULL)
         return CUABI_ERROR_NOT_FOUND;
     int slot = ca_door_open(&drv_rt) == 0 ? ca_drv_slot_of(ctx) : -1;
+    if (slot >= 0)
+        ca_device_resetting(drv_rt.arena, slot);
     ca_rt_err e = destroy(ctx);
     if (e == 0 && slot >= 0) {
         forget_slot(slot);

@@ -101,6 +101,7 @@ typedef struct ca_config {
     unsigned release_percent;      /* 1..100: threshold as a share of device memory        */
     uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
     uint64_t max_split;            /* blocks at least this large are never split          */
+    int expandable;                /* pools grow by mapping pages into one reserved range */
     int record_alloc_times;        /* keep each block's allocation time (leak report)     */
     int record_stacks;             /* keep each block's allocation stack (leak report)    */
     ca_trace_fn trace;             /* NULL: no timeline                                   */
@@ -110,7 +111,7 @@ typedef struct ca_config {
 
 /* Per-device counters. reserved = allocated + cached + pending holds at every instant. */
 typedef struct ca_dev_stats {
-    uint64_t reserved_bytes;       /* in segments taken from the driver          */
+    uint64_t reserved_bytes;       /* in segments and mapped pages from the driver */
     uint64_t allocated_bytes;      /* in blocks the program holds                */
     uint64_t cached_bytes;         /* in free blocks reusable by some stream     */
     uint64_t pending_bytes;        /* freed, waiting for a fence or an event     */
@@ -120,8 +121,8 @@ typedef struct ca_dev_stats {
     uint64_t alloc_calls;
     uint64_t free_calls;
     uint64_t cache_hits;           /* allocations served without the driver      */
-    uint64_t driver_alloc_calls;
-    uint64_t driver_free_calls;
+    uint64_t driver_alloc_calls;   /* segments, and pages created for expandable ones */
+    uint64_t driver_free_calls;    /* segments, and pages unmapped                   */
     uint64_t fences;               /* fences recorded for the plain API          */
     uint64_t device_syncs;         /* device synchronizations the arena did      */
     uint64_t oom_recoveries;       /* a driver allocation failed, a later step won */
@@ -184,11 +185,17 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev);
  * cached bytes above the release threshold go back to the driver. */
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token);
 
+/* The program is about to reset device dev (or destroy its context): give back what the driver
+ * would not free by itself, the mappings and reservations of expandable segments. Synchronizes
+ * the device when there are any. */
+void ca_device_resetting(ca_arena *a, int dev);
+
 /* The program reset device dev: its memory is gone; forget the device's segments. */
 void ca_device_reset(ca_arena *a, int dev);
 
-/* Release every fully free segment whose reuse is safe (dev < 0: all devices). Blocks until
- * pending fences are complete. Returns the bytes given back to the driver. */
+/* Release every fully free segment whose reuse is safe, and unmap every free page of the
+ * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
+ * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
 
 /* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */
