@@ -57,8 +57,8 @@ typedef struct ca_backend {
 
     /* Virtual memory management, for expandable segments. All optional: NULL where the driver
      * or runtime lacks them, and then segments are plain driver allocations. Sizes and
-     * addresses are multiples of the granularity. None of them may synchronize the device
-     * except vmm_unmap, which is never called under a lock. */
+     * addresses are multiples of the granularity. None of them may synchronize the device;
+     * vmm_unmap is called only for pages the device is done with. */
     /* The page size of physical memory on dev: every other size is a multiple of it. */
     int (*vmm_granularity)(void *ctx, int dev, size_t *out);
     /* Reserve size bytes of virtual addresses (no memory behind them), aligned to the page. */

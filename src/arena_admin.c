@@ -123,12 +123,19 @@ void ca_device_resetting(ca_arena *a, int dev)
     if (!d)
         return;
     lock_quiet(d);
-    /* The reset frees what the driver allocated, not what was mapped: the arena unmaps its
-     * pages first, once the device is idle. The bookkeeping goes with ca_device_reset (should
-     * the reset fail, the blocks there are lost with their memory). */
-    if (d->nranges > 0 && !d->ranges_gone) {
+    bool ranges = d->nranges > 0 && !d->ranges_gone;
+    if (ranges)
         d->st.device_syncs++;
-        a->be.device_synchronize(a->be.ctx, d->id);
+    ca_lock_release(&d->lock);
+    if (!ranges)
+        return;
+    /* A context reset need not free mappings, which belong to the device: the arena unmaps its
+     * pages first, once the device is idle (waited for unlocked, as every wait). The
+     * bookkeeping goes with ca_device_reset; should the reset fail, the blocks there are lost
+     * with their memory. */
+    a->be.device_synchronize(a->be.ctx, d->id);
+    lock_quiet(d);
+    if (!d->ranges_gone) {
         ca_expand_teardown(a, d);
         d->ranges_gone = true;
     }
