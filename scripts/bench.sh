@@ -232,7 +232,7 @@ fi
 # ---------------------------------------------------------------- trace replays
 # Commands are built as strings, to be printed as run: paths must not contain spaces.
 simmem=${SIMDEV_MEMORY:-80G}
-modes=("plain" "cache")
+modes=("plain" "cache" "expand")
 [ -x "$replay_cub" ] && modes+=("cub" "cub-pow2")
 
 replay_cmd() {  # mode trace
@@ -240,6 +240,8 @@ replay_cmd() {  # mode trace
     case $1 in
     plain) echo "env -u LD_PRELOAD $base $replay $2 --memset $memset_bytes" ;;
     cache) echo "env $base LD_PRELOAD=$shim $replay $2 --memset $memset_bytes" ;;
+    # The cache with expandable segments: pages mapped into one reserved range per pool.
+    expand) echo "env $base CACHEALLOC_EXPANDABLE=1 LD_PRELOAD=$shim $replay $2 --memset $memset_bytes" ;;
     cub) echo "env -u LD_PRELOAD $base $replay_cub $2 --memset $memset_bytes" ;;
     # CUB with power-of-two bins from 512 B to 64 GiB and no cap: it caches everything.
     cub-pow2) echo "env -u LD_PRELOAD $base $replay_cub $2 --memset $memset_bytes --cub-bins 2,9,36" ;;
@@ -316,24 +318,25 @@ for t in "${traces[@]}"; do
     echo "Replay of $(basename "$t"): $(val events "$plain_out") events," \
          "peak live $(val peak_live_bytes "$plain_out") B, memset $memset_bytes B after each allocation," \
          "SIMDEV_MEMORY=$simmem, wall best of $replay_runs"
-    printf '  %-9s %10s %10s %10s %10s %10s %10s %16s %8s\n' mode wall_s "vs plain" \
-        "vs cub" mallocs frees syncs peak_reserved frag
+    printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s\n' mode wall_s "vs plain" \
+        "vs cub" mallocs frees syncs pages peak_reserved frag
     for m in "${modes[@]}"; do
         out=$tmp/replay.$m.$(basename "$t").out
         w=${wall[$m.$t]}
         sp=$(awk -v p="${wall[plain.$t]}" -v w="$w" 'BEGIN { printf "%.1fx", p / w }')
         vc=-
         [ -n "${wall[cub.$t]:-}" ] && vc=$(awk -v c="${wall[cub.$t]}" -v w="$w" 'BEGIN { printf "%.1fx", c / w }')
-        printf '  %-9s %10s %10s %10s %10s %10s %10s %16s %8s\n' "$m" "$w" "$sp" "$vc" \
+        printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s\n' "$m" "$w" "$sp" "$vc" \
             "$(val driver_mallocs "$out")" "$(val driver_frees "$out")" \
-            "$(val device_syncs "$out")" "$(val peak_reserved_bytes "$out")" \
-            "$(val fragmentation "$out")"
+            "$(val device_syncs "$out")" "$(val vmm_creates "$out")" \
+            "$(val peak_reserved_bytes "$out")" "$(val fragmentation "$out")"
     done
     echo
 done
 echo "  vs plain / vs cub: speed-up of the row's wall time (higher is faster); mallocs, frees,"
 echo "  syncs: the simulated driver's cudaMalloc and cudaFree calls and device synchronizations"
-echo "  during the replay; frag = 1 - peak live / peak reserved."
+echo "  during the replay; pages: 2 MiB pages created (cuMemCreate), each also mapped and released"
+echo "  (expandable segments); frag = 1 - peak live / peak reserved."
 echo
 loop_section
 

@@ -38,6 +38,45 @@ _Static_assert(CU_GET_PROC_ADDRESS_LEGACY_STREAM == CUABI_GPA_LEGACY, "legacy lo
 _Static_assert(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM == CUABI_GPA_PER_THREAD,
                "per-thread lookup flag");
 
+/* The virtual memory structures, field by field, and the handle. */
+_Static_assert(__builtin_types_compatible_p(CUmemGenericAllocationHandle, cuabi_mem_handle),
+               "CUmemGenericAllocationHandle");
+_Static_assert(sizeof(CUmemAllocationProp) == sizeof(cuabi_mem_prop), "CUmemAllocationProp size");
+_Static_assert(offsetof(CUmemAllocationProp, type) == offsetof(cuabi_mem_prop, type), "prop.type");
+_Static_assert(offsetof(CUmemAllocationProp, requestedHandleTypes) ==
+               offsetof(cuabi_mem_prop, requested_handle_types), "prop.requestedHandleTypes");
+_Static_assert(offsetof(CUmemAllocationProp, location) == offsetof(cuabi_mem_prop, location),
+               "prop.location");
+_Static_assert(offsetof(CUmemAllocationProp, win32HandleMetaData) ==
+               offsetof(cuabi_mem_prop, win32_handle_meta_data), "prop.win32HandleMetaData");
+_Static_assert(offsetof(CUmemAllocationProp, allocFlags) == offsetof(cuabi_mem_prop, alloc_flags),
+               "prop.allocFlags");
+_Static_assert(sizeof(CUmemLocation) == sizeof(cuabi_mem_location), "CUmemLocation size");
+_Static_assert(offsetof(CUmemLocation, id) == offsetof(cuabi_mem_location, id), "location.id");
+_Static_assert(sizeof(CUmemAccessDesc) == sizeof(cuabi_access_desc), "CUmemAccessDesc size");
+_Static_assert(offsetof(CUmemAccessDesc, flags) == offsetof(cuabi_access_desc, flags),
+               "desc.flags");
+_Static_assert(CU_MEM_ALLOCATION_TYPE_PINNED == CUABI_MEM_ALLOCATION_TYPE_PINNED, "PINNED");
+_Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "LOCATION_DEVICE");
+_Static_assert(CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
+               "PROT_READWRITE");
+_Static_assert(CU_MEM_ALLOC_GRANULARITY_MINIMUM == 0, "granularity option minimum");
+/* Their entry points, in the shapes driver_door.c stores them as (structures by pointer). */
+#define CA_SAME_VMM(name, params)                                                             \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(name), ca_rt_err params),          \
+                   #name " differs from the toolkit's prototype");
+CA_SAME_VMM(cuMemAddressReserve, (cuabi_deviceptr *, size_t, size_t, cuabi_deviceptr,
+                                  unsigned long long))
+CA_SAME_VMM(cuMemAddressFree, (cuabi_deviceptr, size_t))
+CA_SAME_VMM(cuMemCreate, (cuabi_mem_handle *, size_t, const CUmemAllocationProp *,
+                          unsigned long long))
+CA_SAME_VMM(cuMemRelease, (cuabi_mem_handle))
+CA_SAME_VMM(cuMemMap, (cuabi_deviceptr, size_t, size_t, cuabi_mem_handle, unsigned long long))
+CA_SAME_VMM(cuMemUnmap, (cuabi_deviceptr, size_t))
+CA_SAME_VMM(cuMemSetAccess, (cuabi_deviceptr, size_t, const CUmemAccessDesc *, size_t))
+CA_SAME_VMM(cuMemGetAllocationGranularity, (size_t *, const CUmemAllocationProp *,
+                                            CUmemAllocationGranularity_flags))
+
 int main(void)
 {
     /* The pointer-valued stream constants are checked here, where they can be. */

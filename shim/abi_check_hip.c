@@ -2,6 +2,7 @@
  * the shim relies on. Compiled only where the HIP headers are present; a mismatch fails the
  * build. main() checks the pointer-valued constant, which C cannot assert statically. */
 #include <hip/hip_runtime_api.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -13,6 +14,34 @@
 
 HIPABI_INTERPOSED(CA_SAME_PROTO)
 HIPABI_CALLED(CA_SAME_PROTO)
+HIPABI_VMM(CA_SAME_PROTO)
+
+/* The virtual memory structures the shim fills, field by field. */
+_Static_assert(__builtin_types_compatible_p(hipMemGenericAllocationHandle_t, hipabi_mem_handle_t),
+               "hipMemGenericAllocationHandle_t");
+_Static_assert(sizeof(hipMemAllocationProp) == sizeof(hipabi_mem_prop), "hipMemAllocationProp");
+_Static_assert(offsetof(hipMemAllocationProp, compressionType) ==
+               offsetof(hipabi_mem_prop, compression_type), "prop.compressionType");
+_Static_assert(offsetof(hipMemAllocationProp, location) == offsetof(hipabi_mem_prop, location),
+               "prop.location");
+_Static_assert(offsetof(hipMemAllocationProp, requestedHandleType) ==
+               offsetof(hipabi_mem_prop, requested_handle_type), "prop.requestedHandleType");
+_Static_assert(offsetof(hipMemAllocationProp, type) == offsetof(hipabi_mem_prop, type),
+               "prop.type");
+_Static_assert(offsetof(hipMemAllocationProp, usage) == offsetof(hipabi_mem_prop, usage),
+               "prop.usage");
+_Static_assert(offsetof(hipMemAllocationProp, win32HandleMetaData) ==
+               offsetof(hipabi_mem_prop, win32_handle_meta_data), "prop.win32HandleMetaData");
+_Static_assert(sizeof(hipMemLocation) == sizeof(hipabi_mem_location), "hipMemLocation");
+_Static_assert(offsetof(hipMemLocation, id) == offsetof(hipabi_mem_location, id), "location.id");
+_Static_assert(sizeof(hipMemAccessDesc) == sizeof(hipabi_access_desc), "hipMemAccessDesc");
+_Static_assert(offsetof(hipMemAccessDesc, flags) == offsetof(hipabi_access_desc, flags),
+               "desc.flags");
+_Static_assert(hipMemAllocationTypePinned == HIPABI_MEM_ALLOCATION_TYPE_PINNED, "pinned");
+_Static_assert(hipMemLocationTypeDevice == HIPABI_MEM_LOCATION_TYPE_DEVICE, "device location");
+_Static_assert(hipMemAccessFlagsProtReadWrite == HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
+               "read-write");
+_Static_assert(hipMemAllocationGranularityMinimum == 0, "granularity option minimum");
 
 _Static_assert(__builtin_types_compatible_p(hipError_t, ca_rt_err), "hipError_t is not unsigned int");
 _Static_assert(sizeof(hipError_t) == sizeof(ca_rt_err), "hipError_t size");

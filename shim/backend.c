@@ -3,6 +3,7 @@
  * device (a free of another device's block, a reclaim of all devices): every device-bound call
  * switches to that device and back, so the program never sees its current device change. */
 #include <limits.h>
+#include <stdint.h>
 
 #include "backend.h"
 #include "streams.h"
@@ -177,6 +178,115 @@ static void be_clear_error(void *ctx)
     (void)e;
 }
 
+/* Make dev current (*prev as enter_device) and fill the runtime's VMM structures for the
+ * device it names (a context's device for CUDA). Nonzero, dev left, when there is none. */
+static int vmm_enter(ca_runtime *rt, int dev, ca_rt_vmm_desc *desc, int *prev)
+{
+    int ordinal = -1;
+    *prev = enter_device(rt, dev);
+    if (rt->fn.device_ordinal(&ordinal) != rt->codes.success || ordinal < 0) {
+        leave_device(rt, *prev);
+        return -1;
+    }
+    *desc = (ca_rt_vmm_desc){0};
+    rt->vmm_desc(ordinal, desc);
+    return 0;
+}
+
+static int be_vmm_granularity(void *ctx, int dev, size_t *out)
+{
+    ca_runtime *rt = ctx;
+    ca_rt_vmm_desc desc;
+    int prev;
+    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+        return CA_ERR_BACKEND;
+    /* The minimum: the recommended one may be larger, and pages are the unit given back. */
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_get_granularity(out, desc.prop, 0)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+static int be_vmm_reserve(void *ctx, int dev, size_t size, void **out)
+{
+    ca_runtime *rt = ctx;
+    int prev = enter_device(rt, dev);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_address_reserve(out, size, 0, NULL, 0)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+static int be_vmm_free(void *ctx, int dev, void *base, size_t size)
+{
+    ca_runtime *rt = ctx;
+    int prev = enter_device(rt, dev);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_address_free(base, size)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+static int be_vmm_create(void *ctx, int dev, size_t size, uint64_t *handle)
+{
+    ca_runtime *rt = ctx;
+    ca_rt_vmm_desc desc;
+    int prev;
+    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+        return CA_ERR_BACKEND;
+    void *h = NULL;
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_create(&h, size, desc.prop, 0)));
+    leave_device(rt, prev);
+    *handle = (uint64_t)(uintptr_t)h;
+    return to_status(rt, e);
+}
+
+static int be_vmm_release(void *ctx, int dev, uint64_t handle)
+{
+    ca_runtime *rt = ctx;
+    int prev = enter_device(rt, dev);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_release((void *)(uintptr_t)handle)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+static int be_vmm_map(void *ctx, int dev, void *addr, size_t size, uint64_t handle)
+{
+    ca_runtime *rt = ctx;
+    int prev = enter_device(rt, dev);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_map(addr, size, 0, (void *)(uintptr_t)handle, 0)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+static int be_vmm_unmap(void *ctx, int dev, void *addr, size_t size)
+{
+    ca_runtime *rt = ctx;
+    int prev = enter_device(rt, dev);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_unmap(addr, size)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+/* Only the owning device gets access: peers would need their own descriptors, and a program's
+ * cudaDeviceEnablePeerAccess does not reach mapped memory (docs/arena.md). */
+static int be_vmm_set_access(void *ctx, int dev, void *addr, size_t size)
+{
+    ca_runtime *rt = ctx;
+    ca_rt_vmm_desc desc;
+    int prev;
+    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+        return CA_ERR_BACKEND;
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size, desc.access, 1)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+int ca_backend_has_vmm(const ca_runtime *rt)
+{
+    const ca_rt_fns *f = &rt->fn;
+    return rt->vmm_desc && f->device_ordinal && f->mem_address_reserve && f->mem_address_free &&
+           f->mem_create && f->mem_release && f->mem_map && f->mem_unmap && f->mem_set_access &&
+           f->mem_get_granularity;
+}
+
 void ca_backend_make(ca_runtime *rt, ca_backend *be)
 {
     *be = (ca_backend){
@@ -193,4 +303,14 @@ void ca_backend_make(ca_runtime *rt, ca_backend *be)
         .mem_info = be_mem_info,
         .clear_error = be_clear_error,
     };
+    if (ca_backend_has_vmm(rt)) {
+        be->vmm_granularity = be_vmm_granularity;
+        be->vmm_reserve = be_vmm_reserve;
+        be->vmm_free = be_vmm_free;
+        be->vmm_create = be_vmm_create;
+        be->vmm_release = be_vmm_release;
+        be->vmm_map = be_vmm_map;
+        be->vmm_unmap = be_vmm_unmap;
+        be->vmm_set_access = be_vmm_set_access;
+    }
 }

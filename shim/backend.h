@@ -13,4 +13,7 @@ extern _Thread_local __attribute__((tls_model("initial-exec"))) int ca_backend_d
 /* Fill be with the one backend implementation, working on rt (whose fn must be resolved). */
 void ca_backend_make(ca_runtime *rt, ca_backend *be);
 
+/* Whether rt has every virtual memory call expandable segments need. */
+int ca_backend_has_vmm(const ca_runtime *rt);
+
 #endif

@@ -24,14 +24,6 @@ typedef struct CUstream_st *cuabi_stream_t;
 typedef struct CUctx_st *cuabi_context_t;
 typedef struct CUmemPoolHandle_st *cuabi_mempool_t;
 struct CUmemAccessDesc_st;
-/* CUmemAccessDesc's layout, to read what cuMemPoolSetAccess was given. */
-typedef struct cuabi_access_desc {
-    struct {
-        int type, id;
-    } location;
-    int flags;
-} cuabi_access_desc;
-#define CUABI_MEM_LOCATION_TYPE_DEVICE 1
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
@@ -39,6 +31,29 @@ typedef struct cuabi_access_desc {
 #define CUABI_EVENT_DISABLE_TIMING 0x2u
 #define CUABI_GPA_LEGACY 1
 #define CUABI_GPA_PER_THREAD 2
+
+/* Virtual memory management (CUDA 10.2), what expandable segments call: looked up at this ABI
+ * version. The two structures are CUmemAllocationProp and CUmemAccessDesc. */
+#define CUABI_VMM_VERSION 10020
+#define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
+#define CUABI_MEM_LOCATION_TYPE_DEVICE 1
+#define CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+typedef unsigned long long cuabi_mem_handle;
+typedef struct cuabi_mem_location {
+    int type, id;
+} cuabi_mem_location;
+typedef struct cuabi_mem_prop {
+    int type;
+    int requested_handle_types;
+    cuabi_mem_location location;
+    void *win32_handle_meta_data;
+    unsigned char alloc_flags[8];
+} cuabi_mem_prop;
+/* CUmemAccessDesc: what expandable segments give and what cuMemPoolSetAccess is given. */
+typedef struct cuabi_access_desc {
+    cuabi_mem_location location;
+    int flags;
+} cuabi_access_desc;
 
 /* Every driver entry point the shim serves: X(exported name, base name, ABI version, lookup
  * flags, the toolkit's declaration it must match, parameter list). All return CUresult. */

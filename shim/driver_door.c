@@ -132,6 +132,19 @@ static ca_rt_err drv_get_last_error(void)
 
 static int drv_resolve(ca_runtime *rt);
 
+/* Pinned memory on device `ordinal`, read-write for it. */
+static void drv_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
+{
+    cuabi_mem_prop prop = {.type = CUABI_MEM_ALLOCATION_TYPE_PINNED,
+                           .location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
+    cuabi_access_desc access = {.location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal},
+                                .flags = CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    _Static_assert(sizeof prop <= sizeof out->prop && sizeof access <= sizeof out->access,
+                   "VMM structures fit the descriptor");
+    memcpy(out->prop, &prop, sizeof prop);
+    memcpy(out->access, &access, sizeof access);
+}
+
 static ca_runtime drv_rt = {
     .api = "cuda",
     .door = "CUDA at the driver API",
@@ -152,6 +165,7 @@ static ca_runtime drv_rt = {
     .per_thread_stream = (void *)CUABI_STREAM_PER_THREAD_VALUE,
     .stream_nonblocking = CUABI_STREAM_NON_BLOCKING,
     .event_flags = CUABI_EVENT_DISABLE_TIMING,
+    .vmm_desc = drv_vmm_desc,
     .slot = 0,
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -173,6 +187,7 @@ ca_runtime *ca_drv_runtime(void)
         memcpy(&rt->fn.field, &p_, sizeof p_);               \
     } while (0)
 #define LOOK(base, version, flags, exported) ca_drv_lookup(base, version, flags, exported)
+#define VMM(name) LOOK(name, CUABI_VMM_VERSION, CUABI_GPA_LEGACY, name)
 
 /* The driver's functions in the runtime-shaped descriptor: the same calling conventions (a
  * CUdeviceptr is passed as a pointer is), the context slot in place of the device. */
@@ -201,6 +216,16 @@ static int drv_resolve(ca_runtime *rt)
     PUT(event_destroy, LOOK("cuEventDestroy", 4000, CUABI_GPA_LEGACY, "cuEventDestroy_v2"));
     PUT(stream_wait_event, LOOK("cuStreamWaitEvent", 3020, CUABI_GPA_LEGACY, "cuStreamWaitEvent"));
     OPT(stream_get_flags, LOOK("cuStreamGetFlags", 5050, CUABI_GPA_LEGACY, "cuStreamGetFlags"));
+    /* Expandable segments: through the real lookup, never the shim's own entry points. */
+    OPT(mem_address_reserve, VMM("cuMemAddressReserve"));
+    OPT(mem_address_free, VMM("cuMemAddressFree"));
+    OPT(mem_create, VMM("cuMemCreate"));
+    OPT(mem_release, VMM("cuMemRelease"));
+    OPT(mem_map, VMM("cuMemMap"));
+    OPT(mem_unmap, VMM("cuMemUnmap"));
+    OPT(mem_set_access, VMM("cuMemSetAccess"));
+    OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
+    OPT(device_ordinal, fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
     rt->fn.get_device = ca_drv_get_slot;
     rt->fn.set_device = ca_drv_set_slot;
     rt->fn.get_last_error = drv_get_last_error;
@@ -273,6 +298,8 @@ static ca_rt_err primary_reset(ca_rt_err (*reset)(int), int dev)
         return reset(dev);
     void *ctx = ca_drv_primary_of(dev);
     int slot = ctx != NULL ? ca_drv_slot_of(ctx) : -1;
+    if (slot >= 0)
+        ca_device_resetting(drv_rt.arena, slot);
     ca_rt_err e = reset(dev);
     if (e == 0 && slot >= 0)
         forget_slot(slot);
@@ -291,6 +318,8 @@ ca_rt_err cuCtxDestroy_v2(cuabi_context_t ctx)
     if (destroy == NULL)
         return CUABI_ERROR_NOT_FOUND;
     int slot = ca_door_open(&drv_rt) == 0 ? ca_drv_slot_of(ctx) : -1;
+    if (slot >= 0)
+        ca_device_resetting(drv_rt.arena, slot);
     ca_rt_err e = destroy(ctx);
     if (e == 0 && slot >= 0) {
         forget_slot(slot);

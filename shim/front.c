@@ -282,6 +282,8 @@ ca_rt_err ca_front_device_reset(ca_runtime *rt)
         return CA_CLOSED(rt, device_reset, ());
     int dev = -1;
     int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
+    if (have_dev)
+        ca_device_resetting(rt->arena, dev);
     ca_rt_err e = rt->fn.device_reset();
     if (e == rt->codes.success && have_dev)
         ca_front_forget_device(rt, dev);

@@ -1,6 +1,7 @@
 /* The HIP door: the exported hip* symbols, one line each into front.c, and the HIP runtime's
  * descriptor. */
 #include <stddef.h>
+#include <string.h>
 
 #include "front.h"
 #include "hip_abi.h"
@@ -33,8 +34,31 @@ static const ca_rt_sym hip_syms[] = {
     SYM(stream_create_with_priority, "hipStreamCreateWithPriority", 1),
     SYM(stream_destroy, "hipStreamDestroy", 1),
     SYM(stream_get_flags, "hipStreamGetFlags", 0),
+    /* Expandable segments, where the runtime has virtual memory management (ROCm 5.2). */
+    SYM(mem_address_reserve, "hipMemAddressReserve", 0),
+    SYM(mem_address_free, "hipMemAddressFree", 0),
+    SYM(mem_create, "hipMemCreate", 0),
+    SYM(mem_release, "hipMemRelease", 0),
+    SYM(mem_map, "hipMemMap", 0),
+    SYM(mem_unmap, "hipMemUnmap", 0),
+    SYM(mem_set_access, "hipMemSetAccess", 0),
+    SYM(mem_get_granularity, "hipMemGetAllocationGranularity", 0),
+    SYM(device_ordinal, "hipGetDevice", 0),
     {0, NULL, 0},
 };
+
+/* Pinned memory on device `ordinal`, read-write for it. */
+static void hip_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
+{
+    hipabi_mem_prop prop = {.type = HIPABI_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {HIPABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
+    hipabi_access_desc access = {.location = {HIPABI_MEM_LOCATION_TYPE_DEVICE, ordinal},
+                                 .flags = HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    _Static_assert(sizeof prop <= sizeof out->prop && sizeof access <= sizeof out->access,
+                   "VMM structures fit the descriptor");
+    memcpy(out->prop, &prop, sizeof prop);
+    memcpy(out->access, &access, sizeof access);
+}
 
 static ca_runtime hip_rt = {
     .api = "hip",
@@ -54,6 +78,7 @@ static ca_runtime hip_rt = {
     .per_thread_stream = (void *)HIPABI_STREAM_PER_THREAD_VALUE,
     .stream_nonblocking = HIPABI_STREAM_NON_BLOCKING,
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
+    .vmm_desc = hip_vmm_desc,
     .slot = 1,
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };

@@ -25,6 +25,47 @@ typedef struct ihipEvent_t *hipabi_event_t;
 #define HIPABI_EVENT_DISABLE_TIMING 0x2u
 #define HIPABI_DEVICE_MALLOC_DEFAULT 0x0u
 
+/* Virtual memory management (ROCm 5.2 exports it under hip_5.1): what expandable segments call.
+ * The header's structures are only named here; the shim fills its own copies of their layouts,
+ * which abi_check_hip.c holds against the header field by field. */
+typedef struct ihipMemGenericAllocationHandle *hipabi_mem_handle_t;
+struct hipMemAllocationProp;
+struct hipMemAccessDesc;
+#define HIPABI_MEM_ALLOCATION_TYPE_PINNED 1
+#define HIPABI_MEM_LOCATION_TYPE_DEVICE 1
+#define HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+typedef struct hipabi_mem_location {
+    int type, id;
+} hipabi_mem_location;
+typedef struct hipabi_mem_prop {
+    unsigned char compression_type;
+    hipabi_mem_location location;
+    int requested_handle_type;
+    int type;
+    unsigned short usage;
+    void *win32_handle_meta_data;
+} hipabi_mem_prop;
+typedef struct hipabi_access_desc {
+    hipabi_mem_location location;
+    int flags;
+} hipabi_access_desc;
+
+#define HIPABI_VMM(X)                                                                         \
+    X(hipMemAddressReserve, (void **ptr, size_t size, size_t alignment, void *addr,           \
+                             unsigned long long flags))                                       \
+    X(hipMemAddressFree, (void *devPtr, size_t size))                                         \
+    X(hipMemCreate, (hipabi_mem_handle_t * handle, size_t size,                               \
+                     const struct hipMemAllocationProp *prop, unsigned long long flags))      \
+    X(hipMemRelease, (hipabi_mem_handle_t handle))                                            \
+    X(hipMemMap, (void *ptr, size_t size, size_t offset, hipabi_mem_handle_t handle,          \
+                  unsigned long long flags))                                                  \
+    X(hipMemUnmap, (void *ptr, size_t size))                                                  \
+    X(hipMemSetAccess, (void *ptr, size_t size, const struct hipMemAccessDesc *desc,          \
+                        size_t count))                                                        \
+    X(hipMemGetAllocationGranularity, (size_t *granularity,                                   \
+                                       const struct hipMemAllocationProp *prop,               \
+                                       unsigned int option))
+
 /* Every symbol the shim exports for HIP programs: X(name, parameter list). All return
  * hipError_t. */
 #define HIPABI_INTERPOSED(X)                                                                  \

@@ -54,7 +54,32 @@ typedef struct ca_rt_fns {
     ca_rt_err (*malloc_async_ptsz)(void **ptr, size_t size, void *stream);
     ca_rt_err (*free_async_ptsz)(void *ptr, void *stream);
     ca_rt_err (*ext_malloc_with_flags)(void **ptr, size_t size, unsigned flags);
+    /* Optional: virtual memory management, for expandable segments. A device address
+     * (CUdeviceptr) and an allocation handle (CUmemGenericAllocationHandle,
+     * hipMemGenericAllocationHandle_t) are 64-bit values passed as a pointer is; properties
+     * and access descriptors are the runtime's own structures (ca_rt_vmm_desc). */
+    ca_rt_err (*mem_address_reserve)(void **ptr, size_t size, size_t align, void *addr,
+                                     unsigned long long flags);
+    ca_rt_err (*mem_address_free)(void *ptr, size_t size);
+    ca_rt_err (*mem_create)(void **handle, size_t size, const void *prop,
+                            unsigned long long flags);
+    ca_rt_err (*mem_release)(void *handle);
+    ca_rt_err (*mem_map)(void *ptr, size_t size, size_t offset, void *handle,
+                         unsigned long long flags);
+    ca_rt_err (*mem_unmap)(void *ptr, size_t size);
+    ca_rt_err (*mem_set_access)(void *ptr, size_t size, const void *desc, size_t count);
+    ca_rt_err (*mem_get_granularity)(size_t *granularity, const void *prop, int option);
+    /* The current device's ordinal, as a VMM property names it (a context's device). */
+    ca_rt_err (*device_ordinal)(int *dev);
 } ca_rt_fns;
+
+/* A runtime's allocation property and access descriptor for pinned device memory of one device
+ * with read-write access, in its own layout (CUmemAllocationProp is 32 bytes, CUmemAccessDesc
+ * 12; the HIP forms the same). */
+typedef struct ca_rt_vmm_desc {
+    _Alignas(8) unsigned char prop[64];
+    _Alignas(8) unsigned char access[32];
+} ca_rt_vmm_desc;
 
 /* Where a real function lives in ca_rt_fns and what the runtime calls it. */
 typedef struct ca_rt_sym {
@@ -89,6 +114,7 @@ typedef struct ca_runtime {
     void *per_thread_stream;     /* handle meaning the calling thread's default stream      */
     unsigned stream_nonblocking; /* the flag bit of a non-blocking stream                  */
     unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
+    void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM structures      */
     int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
 
     /* State, owned by init.c: filled once, then read without locks. */

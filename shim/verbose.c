@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend.h"
 #include "stats_writer.h"
 #include "verbose.h"
 
@@ -24,9 +25,17 @@ void ca_verbose_start(FILE *out, const ca_runtime *rt, const ca_options *o)
         snprintf(stats, sizeof stats, "off (CACHEALLOC_STATS=0)");
     else if (ca_stats_path(stats, sizeof stats) != 0)
         snprintf(stats, sizeof stats, "unavailable (name too long)");
-    fprintf(out, "cachealloc %s: serving %s, %s in %s%s%s; %s; statistics %s%s\n", CA_VERSION,
+    char expand[160] = "";
+    if (o->expandable && !ca_backend_has_vmm(rt))
+        snprintf(expand, sizeof expand,
+                 "; expandable segments unavailable (the %s has no virtual memory calls): plain "
+                 "segments", rt->real_what);
+    else if (o->expandable)
+        snprintf(expand, sizeof expand, "; expandable segments over the %s's virtual memory calls",
+                 rt->real_what);
+    fprintf(out, "cachealloc %s: serving %s, %s in %s%s%s; %s%s; statistics %s%s\n", CA_VERSION,
             rt->door, rt->real_what, where, rt->found_how ? ", " : "",
-            rt->found_how ? rt->found_how() : "", opts, o->stats ? "in " : "", stats);
+            rt->found_how ? rt->found_how() : "", opts, expand, o->stats ? "in " : "", stats);
 }
 
 void ca_verbose_summary(FILE *out, const ca_runtime *rt)

@@ -177,7 +177,8 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
  * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). */
 static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
 {
-    if (max_split == UINT64_MAX)
+    /* An expandable segment's free pages can be unmapped: its blocks need no such rule. */
+    if (max_split == UINT64_MAX || b->seg->expandable)
         return 1;
     if (size < max_split)
         return b->size < max_split;
@@ -266,21 +267,24 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
             d->st.pending_bytes, limit, largest);
 }
 
-static bool within_limit(const ca_device *d, size_t more)
-{
-    return !d->limit || d->st.reserved_bytes + more <= d->limit;
-}
-
 /* Ladder step 4: a new segment, unless the limit forbids it. *full says the device (or the
  * limit) had no room; *driver_failed that the runtime recorded an error to clear. */
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                       bool *full, bool *driver_failed)
 {
+    if (a->cfg.expandable) {
+        bool no_room = false;
+        ca_block *b = ca_expand_grow(a, d, p, rounded, small, &no_room, driver_failed);
+        if (b || no_room) {
+            *full |= no_room;
+            return b;
+        }
+    }
     size_t seg = ca_segment_size(&a->cfg, rounded);
     /* The limit or the device may leave room for the request but not for its usual segment. */
-    if (!within_limit(d, seg) && within_limit(d, rounded))
+    if (!ca_within_limit(d, seg) && ca_within_limit(d, rounded))
         seg = rounded;
-    if (!within_limit(d, seg)) {
+    if (!ca_within_limit(d, seg)) {
         *full = true;
         return NULL;
     }
@@ -350,6 +354,11 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     /* Others may have freed or released meanwhile, even when this step gave nothing back. */
     if ((b = search_again(a, d, p, rounded, small)) != NULL)
         return *hit = true, b;
+    if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL ||
+        ca_expand_unmap(a, d, UINT64_MAX, true) == 0)
+        return b;
+    if ((b = search_again(a, d, p, rounded, small)) != NULL)
+        return *hit = true, b;
     return grow(a, d, p, rounded, small, full, driver_failed);
 }
 
@@ -374,7 +383,7 @@ static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
 static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_block **out)
 {
     bool small = ca_is_small(rounded);
-    if (!within_limit(d, rounded))
+    if (!ca_within_limit(d, rounded))
         return CA_ERR_OOM;
     ca_block *b = NULL;
     bool driver_failed = false; /* nothing to clear: the program sees the driver's own answer */

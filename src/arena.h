@@ -55,6 +55,27 @@ typedef struct ca_backend {
     /* Clear the error a failed real allocation left behind (cudaGetLastError), so that a
      * recovered out-of-memory never shows up in the program's own error checks. */
     void (*clear_error)(void *ctx);
+
+    /* Virtual memory management, for expandable segments. All optional: NULL where the driver
+     * or runtime lacks them, and then segments are plain driver allocations. Sizes and
+     * addresses are multiples of the granularity. None of them may synchronize the device;
+     * vmm_unmap is called only for pages the device is done with. */
+    /* The page size of physical memory on dev: every other size is a multiple of it. */
+    int (*vmm_granularity)(void *ctx, int dev, size_t *out);
+    /* Reserve size bytes of virtual addresses (no memory behind them), aligned to the page. */
+    int (*vmm_reserve)(void *ctx, int dev, size_t size, void **out);
+    /* Give a reservation back; it holds no mapping any more. */
+    int (*vmm_free)(void *ctx, int dev, void *base, size_t size);
+    /* Create size bytes of physical memory on dev. CA_ERR_OOM when full. */
+    int (*vmm_create)(void *ctx, int dev, size_t size, uint64_t *handle);
+    /* Drop the creation's reference: the memory lives on while a mapping holds it. */
+    int (*vmm_release)(void *ctx, int dev, uint64_t handle);
+    /* Map handle (size bytes) at addr, inside a reservation; inaccessible until vmm_set_access. */
+    int (*vmm_map)(void *ctx, int dev, void *addr, size_t size, uint64_t handle);
+    /* Unmap the mappings that make up [addr, addr+size); a released handle's memory goes back. */
+    int (*vmm_unmap)(void *ctx, int dev, void *addr, size_t size);
+    /* Give dev read-write access to the mappings that make up [addr, addr+size). */
+    int (*vmm_set_access)(void *ctx, int dev, void *addr, size_t size);
 } ca_backend;
 
 typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
@@ -81,6 +102,7 @@ typedef struct ca_config {
     unsigned release_percent;      /* 1..100: threshold as a share of device memory        */
     uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
     uint64_t max_split;            /* blocks at least this large are never split          */
+    int expandable;                /* pools grow by mapping pages into one reserved range */
     int record_alloc_times;        /* keep each block's allocation time (leak report)     */
     int record_stacks;             /* keep each block's allocation stack (leak report)    */
     ca_trace_fn trace;             /* NULL: no timeline                                   */
@@ -90,7 +112,7 @@ typedef struct ca_config {
 
 /* Per-device counters. reserved = allocated + cached + pending holds at every instant. */
 typedef struct ca_dev_stats {
-    uint64_t reserved_bytes;       /* in segments taken from the driver          */
+    uint64_t reserved_bytes;       /* in segments and mapped pages from the driver */
     uint64_t allocated_bytes;      /* in blocks the program holds                */
     uint64_t cached_bytes;         /* in free blocks reusable by some stream     */
     uint64_t pending_bytes;        /* freed, waiting for a fence or an event     */
@@ -100,8 +122,8 @@ typedef struct ca_dev_stats {
     uint64_t alloc_calls;
     uint64_t free_calls;
     uint64_t cache_hits;           /* allocations served without the driver      */
-    uint64_t driver_alloc_calls;
-    uint64_t driver_free_calls;
+    uint64_t driver_alloc_calls;   /* segments, and pages created for expandable ones */
+    uint64_t driver_free_calls;    /* segments, and pages unmapped                   */
     uint64_t fences;               /* fences recorded for the plain API          */
     uint64_t device_syncs;         /* device synchronizations the arena did      */
     uint64_t oom_recoveries;       /* a driver allocation failed, a later step won */
@@ -164,11 +186,17 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev);
  * cached bytes above the release threshold go back to the driver. */
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token);
 
+/* The program is about to reset device dev (or destroy its context): give back what the driver
+ * would not free by itself, the mappings and reservations of expandable segments. Synchronizes
+ * the device when there are any. */
+void ca_device_resetting(ca_arena *a, int dev);
+
 /* The program reset device dev: its memory is gone; forget the device's segments. */
 void ca_device_reset(ca_arena *a, int dev);
 
-/* Release every fully free segment whose reuse is safe (dev < 0: all devices). Blocks until
- * pending fences are complete. Returns the bytes given back to the driver. */
+/* Release every fully free segment whose reuse is safe, and unmap every free page of the
+ * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
+ * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
 
 /* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */

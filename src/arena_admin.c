@@ -16,7 +16,9 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev)
 }
 
 /* Trim cached bytes above the release threshold: the program just synchronized, so giving
- * segments back (each a cudaFree, which synchronizes) costs no wait on its work. */
+ * segments back (each a cudaFree, which synchronizes) costs no wait on its work. Free pages of
+ * expandable segments follow when that was not enough, only those the synchronization proved
+ * idle: the trim never waits for the device itself. */
 static void trim(ca_arena *a, ca_device *d)
 {
     if (d->release_threshold == UINT64_MAX || d->st.cached_bytes <= d->release_threshold)
@@ -26,12 +28,14 @@ static void trim(ca_arena *a, ca_device *d)
         ca_collect_whole(a, d, false, d->st.cached_bytes - d->release_threshold, &n);
     if (n == 0) {
         free(list);
-        return;
+    } else {
+        d->st.driver_free_calls += (uint64_t)n;
+        ca_window_begin(d);
+        ca_release_list(a, d, list, n);
+        ca_window_end(d);
     }
-    d->st.driver_free_calls += (uint64_t)n;
-    ca_window_begin(d);
-    ca_release_list(a, d, list, n);
-    ca_window_end(d);
+    if (d->st.cached_bytes > d->release_threshold)
+        ca_expand_unmap(a, d, d->st.cached_bytes - d->release_threshold, false);
 }
 
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
@@ -87,6 +91,8 @@ static void free_device_state(ca_device *d)
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
     d->ready = d->fenced = false;
+    d->nranges = 0;
+    d->ranges_gone = false;
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -96,13 +102,11 @@ static void zero_gauges(ca_dev_stats *st)
     st->requested_bytes = st->segments = 0;
 }
 
-void ca_device_reset(ca_arena *a, int dev)
+/* Take d's lock once no thread is inside an unlocked window: those hold pools and detached
+ * segments of this device. */
+static void lock_quiet(ca_device *d)
 {
-    ca_device *d = ca_device_peek(a, dev);
-    if (!d)
-        return;
     ca_lock_acquire(&d->lock);
-    /* Threads in an unlocked window hold pools and detached segments of this device. */
     for (uint32_t w; (w = d->windows) != 0 || d->switching;) {
         ca_lock_release(&d->lock);
         if (w)
@@ -111,6 +115,39 @@ void ca_device_reset(ca_arena *a, int dev)
             ca_futex_wait(&d->switching, 1);
         ca_lock_acquire(&d->lock);
     }
+}
+
+void ca_device_resetting(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return;
+    lock_quiet(d);
+    bool ranges = d->nranges > 0 && !d->ranges_gone;
+    if (ranges)
+        d->st.device_syncs++;
+    ca_lock_release(&d->lock);
+    if (!ranges)
+        return;
+    /* A context reset need not free mappings, which belong to the device: the arena unmaps its
+     * pages first, once the device is idle (waited for unlocked, as every wait). The
+     * bookkeeping goes with ca_device_reset; should the reset fail, the blocks there are lost
+     * with their memory. */
+    a->be.device_synchronize(a->be.ctx, d->id);
+    lock_quiet(d);
+    if (!d->ranges_gone) {
+        ca_expand_teardown(a, d);
+        d->ranges_gone = true;
+    }
+    ca_lock_release(&d->lock);
+}
+
+void ca_device_reset(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d)
+        return;
+    lock_quiet(d);
     /* The runtime destroyed the memory and the events: forget them without calling it. */
     free_device_state(d);
     zero_gauges(&d->st);
@@ -129,6 +166,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     ca_window_begin(d);
     uint64_t bytes = ca_release_list(a, d, list, n);
     ca_window_end(d);
+    bytes += ca_expand_unmap(a, d, UINT64_MAX, true);
     ca_lock_release(&d->lock);
     return bytes;
 }
@@ -215,8 +253,14 @@ void ca_arena_destroy(ca_arena *a)
         ca_device *d = a->dev[i];
         if (!d)
             continue;
+        /* Unmapping under running work faults, where a cudaFree would have waited. */
+        if (d->nranges > 0 && !d->ranges_gone) {
+            a->be.device_synchronize(a->be.ctx, i);
+            ca_expand_teardown(a, d);
+        }
         for (int k = 0; k < d->nsegs; k++)
-            a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
+            if (!d->segs[k]->expandable)
+                a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
         for (ca_fence *f = d->fence_head; f; f = f->next)
             for (int k = 0; k < f->nev; k++)
                 a->be.event_destroy(a->be.ctx, i, f->ev[k]);

@@ -20,8 +20,13 @@
 #define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
 #define CA_MAX_STACK 16
 
-/* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). */
-typedef enum { BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2, BLOCK_FAST = 3 } ca_block_state;
+/* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). UNMAPPED:
+ * pages of an expandable segment with no memory behind them; UNMAPPING: free pages carved out
+ * to be unmapped while the lock is dropped (arena_expand.c). */
+typedef enum {
+    BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2, BLOCK_FAST = 3, BLOCK_UNMAPPED = 4,
+    BLOCK_UNMAPPING = 5
+} ca_block_state;
 
 /* Blocks a pool keeps unmerged for exact-size reuse before frees merge again. */
 #define CA_FAST_MAX 64u
@@ -53,6 +58,8 @@ struct ca_segment {
     bool pinned;              /* the preallocation: kept by the threshold trim */
     ca_segment *wprev, *wnext;/* list of wholly free segments of the device  */
     bool in_whole;
+    bool expandable;          /* a reserved range, mapped page by page: never whole */
+    ca_block *holes;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
 };
 
 /* A pool: the blocks one stream (or the plain API) may reuse at once. */
@@ -71,6 +78,7 @@ struct ca_pool {
     uint64_t ev_seq;
     bool ev_inflight;
     int nsegs;                /* segments it owns: a dead pool with none is dropped */
+    ca_segment *range[2];     /* its expandable segments, [1] for small blocks     */
 };
 
 /* A fence: events on every live stream of a device, covering a batch of plain frees. */
@@ -121,6 +129,14 @@ typedef struct ca_device {
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
     ca_block *spare;          /* recycled block structs                      */
+    /* Expandable segments: the page size and reservation size, found at first use. */
+    size_t vmm_page;
+    size_t vmm_range;
+    bool vmm_off;             /* unavailable here: plain segments only           */
+    bool ranges_gone;         /* unmapped ahead of a device reset                */
+    int nranges;
+    uint32_t unmapping;       /* threads unmapping pages, lock dropped (a futex word) */
+    uint64_t unmapped_bytes;  /* unmapped so far, for those waiting on them      */
     ca_dev_stats st;
 } ca_device;
 
@@ -159,6 +175,11 @@ ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want
 uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n);
 size_t ca_device_largest_free(ca_device *d);
 
+static inline bool ca_within_limit(const ca_device *d, size_t more)
+{
+    return !d->limit || d->st.reserved_bytes + more <= d->limit;
+}
+
 #endif
 
 /* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
@@ -166,6 +187,12 @@ size_t ca_segment_size(const ca_config *c, size_t rounded);
 bool ca_is_small(size_t rounded);
 ca_block *ca_block_new(ca_device *d);
 void ca_block_recycle(ca_device *d, ca_block *b);
+void ca_block_split(ca_block *b, ca_block *rest, size_t first);
+void ca_block_merge(ca_device *d, ca_block *left, ca_block *right);
+int ca_seg_reserve(ca_device *d);
+void ca_seg_insert(ca_device *d, ca_segment *s);
+void ca_seg_remove(ca_device *d, ca_segment *s);
+void ca_note_peaks(ca_dev_stats *st);
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
                          bool pinned, ca_block **out, bool *driver_failed);
 void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg);
@@ -173,7 +200,7 @@ void ca_segment_release(ca_arena *a, int dev, ca_segment *seg);
 void ca_segment_forget(ca_segment *seg);
 ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr);
 void ca_segment_move(ca_segment *seg, ca_pool *to);
-void ca_block_free(ca_device *d, ca_block *b);
+ca_block *ca_block_free(ca_device *d, ca_block *b);
 void ca_pool_consolidate(ca_device *d, ca_pool *p);
 void ca_device_consolidate(ca_device *d);
 void ca_block_unfree(ca_device *d, ca_block *b);
@@ -226,6 +253,22 @@ static inline ca_block *ca_fast_pop(ca_device *d, ca_pool *p, size_t rounded, ui
         d->st.peak_allocated_bytes = d->st.allocated_bytes;
     return b;
 }
+
+/* arena_expand.c, arena_unmap.c: expandable segments. Under the device lock. */
+static inline uintptr_t ca_align_up(uintptr_t x, size_t to) { return (x + to - 1) / to * to; }
+static inline uintptr_t ca_align_down(uintptr_t x, size_t to) { return x / to * to; }
+/* Put b on / take it off its segment's list of holes (b becomes / stays UNMAPPED). */
+void ca_hole_link(ca_segment *s, ca_block *b);
+void ca_hole_unlink(ca_segment *s, ca_block *b);
+/* Ladder step 4 in p's range: pages mapped for rounded bytes, as a free block of the pool.
+ * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */
+ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
+                         bool *full, bool *driver_failed);
+/* Unmap free pages of d's ranges, up to want bytes (may_sync: also pages not yet proven idle,
+ * after a device synchronization). Drops the lock meanwhile. Returns the bytes given back. */
+uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync);
+/* Unmap every mapped page and free every reservation of d (the device is idle). */
+void ca_expand_teardown(ca_arena *a, ca_device *d);
 
 /* arena_fence.c: the reuse contract's bookkeeping. All under the device lock. */
 static inline bool ca_fencing(const ca_arena *a, const ca_device *d)

@@ -97,7 +97,7 @@ ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr)
 
 /* Room for one more segment, made before the driver is asked: a segment the arena could not
  * record would have to go back under the lock. */
-static int seg_reserve(ca_device *d)
+int ca_seg_reserve(ca_device *d)
 {
     if (d->nsegs < d->cap_segs)
         return 0;
@@ -110,7 +110,7 @@ static int seg_reserve(ca_device *d)
     return 0;
 }
 
-static void seg_insert(ca_device *d, ca_segment *s)
+void ca_seg_insert(ca_device *d, ca_segment *s)
 {
     int at = seg_index(d, s->base) + 1;
     memmove(&d->segs[at + 1], &d->segs[at], (size_t)(d->nsegs - at) * sizeof *d->segs);
@@ -118,7 +118,7 @@ static void seg_insert(ca_device *d, ca_segment *s)
     d->nsegs++;
 }
 
-static void seg_remove(ca_device *d, ca_segment *s)
+void ca_seg_remove(ca_device *d, ca_segment *s)
 {
     int at = seg_index(d, s->base);
     if (at < 0 || d->segs[at] != s)
@@ -127,7 +127,7 @@ static void seg_remove(ca_device *d, ca_segment *s)
     d->nsegs--;
 }
 
-static void note_peaks(ca_dev_stats *st)
+void ca_note_peaks(ca_dev_stats *st)
 {
     if (st->reserved_bytes > st->peak_reserved_bytes)
         st->peak_reserved_bytes = st->reserved_bytes;
@@ -140,7 +140,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
 {
     ca_segment *seg = calloc(1, sizeof *seg);
     ca_block *b = ca_block_new(d);
-    if (!seg || !b || seg_reserve(d) != 0) {
+    if (!seg || !b || ca_seg_reserve(d) != 0) {
         free(seg);
         if (b)
             ca_block_recycle(d, b);
@@ -163,7 +163,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->small = small;
     seg->pinned = pinned;
     seg->first = b;
-    seg_insert(d, seg);
+    ca_seg_insert(d, seg);
     b->addr = seg->base;
     b->size = size;
     b->seg = seg;
@@ -173,7 +173,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     d->st.reserved_bytes += size;
     d->st.cached_bytes += size;
     d->st.segments++;
-    note_peaks(&d->st);
+    ca_note_peaks(&d->st);
     if (a->cfg.trace)
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_ALLOC, d->id, ptr, size, pool->stream);
     *out = b;
@@ -189,7 +189,7 @@ void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
         d->st.cached_bytes -= b->size;
     }
     whole_del(d, seg);
-    seg_remove(d, seg);
+    ca_seg_remove(d, seg);
     seg->pool->nsegs--;
     d->st.reserved_bytes -= seg->size;
     d->st.segments--;
@@ -226,8 +226,25 @@ void ca_segment_move(ca_segment *seg, ca_pool *to)
     ca_bins_insert(ca_pool_bins(to, seg->small), b);
 }
 
-/* Absorb right into left (both free, adjacent): left grows, right's struct is recycled. */
-static void merge_into(ca_device *d, ca_block *left, ca_block *right)
+/* Cut b after its first `first` bytes: rest (a fresh struct) takes the remainder, in b's state,
+ * linked after b. */
+void ca_block_split(ca_block *b, ca_block *rest, size_t first)
+{
+    rest->addr = b->addr + first;
+    rest->size = b->size - first;
+    rest->seg = b->seg;
+    rest->free_seq = b->free_seq;
+    rest->state = b->state;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next)
+        b->next->prev = rest;
+    b->next = rest;
+    b->size = first;
+}
+
+/* Absorb right into left (adjacent, same state): left grows, right's struct is recycled. */
+void ca_block_merge(ca_device *d, ca_block *left, ca_block *right)
 {
     left->size += right->size;
     left->next = right->next;
@@ -238,7 +255,7 @@ static void merge_into(ca_device *d, ca_block *left, ca_block *right)
     ca_block_recycle(d, right);
 }
 
-void ca_block_free(ca_device *d, ca_block *b)
+ca_block *ca_block_free(ca_device *d, ca_block *b)
 {
     ca_segment *seg = b->seg;
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
@@ -247,16 +264,18 @@ void ca_block_free(ca_device *d, ca_block *b)
     if (b->prev && b->prev->state == BLOCK_FREE) {
         ca_block *p = b->prev;
         ca_bins_remove(bins, p);
-        merge_into(d, p, b);
+        ca_block_merge(d, p, b);
         b = p;
     }
     if (b->next && b->next->state == BLOCK_FREE) {
         ca_bins_remove(bins, b->next);
-        merge_into(d, b, b->next);
+        ca_block_merge(d, b, b->next);
     }
     ca_bins_insert(bins, b);
-    if (!b->prev && !b->next)
+    /* An expandable segment never goes back whole: its pages are unmapped instead. */
+    if (!b->prev && !b->next && !seg->expandable)
         whole_add(d, seg);
+    return b;
 }
 
 void ca_block_unfree(ca_device *d, ca_block *b)
@@ -273,22 +292,16 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
     ca_block_unfree(d, b);
     size_t rest = b->size - rounded;
-    bool split = a->cfg.pool == CA_POOL_SPLIT && b->size < a->cfg.max_split &&
-                 (seg->small ? rest >= CA_ROUND : rest > CA_LARGE_MIN_REMAINDER);
+    /* In an expandable segment a remainder of any size stays mergeable with what its pages
+     * gain later, and pages wholly inside it can be unmapped: splitting wastes nothing. */
+    bool split = seg->expandable ? rest >= CA_ROUND
+                 : a->cfg.pool == CA_POOL_SPLIT && b->size < a->cfg.max_split &&
+                       (seg->small ? rest >= CA_ROUND : rest > CA_LARGE_MIN_REMAINDER);
     if (split) {
         ca_block *r = ca_block_new(d);
         if (r) {
-            r->addr = b->addr + rounded;
-            r->size = rest;
-            r->seg = seg;
-            r->free_seq = b->free_seq;
+            ca_block_split(b, r, rounded);
             r->state = BLOCK_FREE;
-            r->prev = b;
-            r->next = b->next;
-            if (b->next)
-                b->next->prev = r;
-            b->next = r;
-            b->size = rounded;
             ca_bins_insert(bins, r);
             d->st.cached_bytes += rest;
         }
@@ -296,7 +309,7 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
     b->state = BLOCK_ALLOC;
     b->bin = ca_bin_of(b->size); /* its exact-size list when freed */
     d->st.allocated_bytes += b->size;
-    note_peaks(&d->st);
+    ca_note_peaks(&d->st);
     return b;
 }
 

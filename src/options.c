@@ -16,7 +16,7 @@
 
 typedef enum opt_id {
     OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
-    OPT_STATS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
+    OPT_EXPANDABLE, OPT_STATS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
 typedef enum opt_kind {
@@ -69,6 +69,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     /* At or below the 20 MiB mid-size segment, every such segment would be unsplittable. */
     [OPT_MAX_SPLIT] = {PREFIX "MAX_SPLIT", "max_split", K_SIZE, NULL, 20 * MiB + 1,
                        "a size above 20M: 32M, 1G, 1T", "unlimited"},
+    [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, bool_words, 0, BOOL_ACCEPTED,
+                        "0"},
     [OPT_STATS] = {PREFIX "STATS", "stats", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
     [OPT_LEAK] = {PREFIX "LEAK_CHECK", "leak_check", K_CHOICE, leak_words, 0,
                   "0, 1, stacks (or true, false, on, off, yes, no)", "0"},
@@ -94,6 +96,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_RELEASE: v.bytes = o->release_threshold; v.percent = o->release_percent; break;
     case OPT_PREALLOC: v.bytes = o->prealloc_bytes; break;
     case OPT_MAX_SPLIT: v.bytes = o->max_split; break;
+    case OPT_EXPANDABLE: v.choice = o->expandable; break;
     case OPT_STATS: v.choice = o->stats; break;
     case OPT_LEAK: v.choice = (int)o->leak_check; break;
     case OPT_TRACE: v.path = o->trace_path; break;
@@ -118,6 +121,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
         break;
     case OPT_PREALLOC: o->prealloc_bytes = v->bytes; break;
     case OPT_MAX_SPLIT: o->max_split = v->bytes; break;
+    case OPT_EXPANDABLE: o->expandable = v->choice; break;
     case OPT_STATS: o->stats = v->choice; break;
     case OPT_LEAK: o->leak_check = (ca_leak_mode)v->choice; break;
     case OPT_TRACE: memcpy(o->trace_path, v->path, strlen(v->path) + 1); break; /* fits: checked */
@@ -363,6 +367,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->release_percent = o->release_percent;
     c->prealloc_bytes = o->prealloc_bytes;
     c->max_split = o->max_split;
+    c->expandable = o->expandable;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;
     c->record_stacks = o->leak_check == CA_LEAK_STACKS;
     /* trace, trace_ctx and quiet stay NULL/0 from the memset: the shim sets them. */

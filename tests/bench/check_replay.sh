@@ -2,6 +2,8 @@
 # Behaviour checks of the trace replay (suite "bench"); never timings.
 #   check_replay.sh cache REPLAY TRACE PRELOAD   the cache makes fewer driver calls than plain
 #   check_replay.sh cub REPLAY TRACE CUB_REPLAY  CUB's replay succeeds and caches too
+#   check_replay.sh expandable REPLAY TRACE PRELOAD  expandable segments map pages, no
+#                                                cudaMalloc, and fragment less at the peak
 #   check_replay.sh bad-input REPLAY             malformed traces are refused, never a crash
 set -u
 mode=$1
@@ -32,6 +34,18 @@ cache)
     [ "$c_mallocs" -lt "$p_mallocs" ] || fail "cache: $c_mallocs driver mallocs, plain $p_mallocs"
     [ "$c_syncs" -lt "$p_syncs" ] || fail "cache: $c_syncs device syncs, plain $p_syncs"
     echo "ok: driver mallocs $p_mallocs -> $c_mallocs, device syncs $p_syncs -> $c_syncs"
+    ;;
+expandable)
+    trace=$3 preload=$4
+    run segments env LD_PRELOAD="$preload" CACHEALLOC_EXPANDABLE=0 "$replay" "$trace" --memset 8
+    run expandable env LD_PRELOAD="$preload" CACHEALLOC_EXPANDABLE=1 "$replay" "$trace" --memset 8
+    [ "$(value driver_mallocs "$tmp/expandable.out")" = 0 ] || fail "expandable: cudaMalloc called"
+    [ "$(value vmm_maps "$tmp/expandable.out")" -gt 0 ] || fail "expandable: no page mapped"
+    s_frag=$(value fragmentation "$tmp/segments.out")
+    x_frag=$(value fragmentation "$tmp/expandable.out")
+    awk -v s="$s_frag" -v x="$x_frag" 'BEGIN { exit !(x < s) }' ||
+        fail "expandable: fragmentation $x_frag, plain segments $s_frag"
+    echo "ok: fragmentation at the peak $s_frag -> $x_frag"
     ;;
 cub)
     trace=$3 cub=$4

@@ -117,6 +117,10 @@ static void print_result(const replay_allocator *al, const char *path, const tra
     printf("driver_mallocs=%" PRIu64 "\ndriver_frees=%" PRIu64 "\ndevice_syncs=%" PRIu64 "\n",
            end->malloc_calls - base->malloc_calls, end->free_calls - base->free_calls,
            end->device_syncs - base->device_syncs);
+    /* Expandable segments: physical pages created, mapped and unmapped. */
+    printf("vmm_creates=%" PRIu64 "\nvmm_maps=%" PRIu64 "\nvmm_unmaps=%" PRIu64 "\n",
+           end->vmm_creates - base->vmm_creates, end->maps - base->maps,
+           end->unmaps - base->unmaps);
     printf("peak_reserved_bytes=%" PRIu64 "\n", end->peak_reserved_bytes);
     double frag = end->peak_reserved_bytes
                       ? 1.0 - (double)r->peak_live_bytes / (double)end->peak_reserved_bytes

@@ -207,12 +207,34 @@ static int f_mem_info(void *ctx, int d, size_t *fr, size_t *total) { LOCKED(f_me
 
 static void f_clear(void *ctx) { ((fake_device *)ctx)->clears++; }
 
+static int f_vmm_granularity(void *ctx, int d, size_t *out) { LOCKED(fake_vmm_granularity_unlocked(ctx, d, out)); }
+static int f_vmm_reserve(void *ctx, int d, size_t size, void **out) { LOCKED(fake_vmm_reserve_unlocked(ctx, d, size, out)); }
+static int f_vmm_free(void *ctx, int d, void *base, size_t size) { LOCKED(fake_vmm_free_unlocked(ctx, d, base, size)); }
+static int f_vmm_create(void *ctx, int d, size_t size, uint64_t *h) { LOCKED(fake_vmm_create_unlocked(ctx, d, size, h)); }
+static int f_vmm_release(void *ctx, int d, uint64_t h) { LOCKED(fake_vmm_release_unlocked(ctx, d, h)); }
+static int f_vmm_map(void *ctx, int d, void *addr, size_t size, uint64_t h) { LOCKED(fake_vmm_map_unlocked(ctx, d, addr, size, h)); }
+static int f_vmm_unmap(void *ctx, int d, void *addr, size_t size) { LOCKED(fake_vmm_unmap_unlocked(ctx, d, addr, size)); }
+static int f_vmm_set_access(void *ctx, int d, void *addr, size_t size) { LOCKED(fake_vmm_set_access_unlocked(ctx, d, addr, size)); }
+
+void fake_use(fake_device *dev, ca_stream_t s, const void *ptr, size_t size)
+{
+    pthread_mutex_lock(&fake_lock);
+    fake_use_unlocked(dev, fake_stream(dev, s), ptr, size);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+int fake_mapped(fake_device *dev, const void *ptr, size_t size)
+{
+    LOCKED(fake_mapped_unlocked(dev, ptr, size));
+}
+
 void fake_init(fake_device *dev, ca_backend *be, uint64_t capacity)
 {
     memset(dev, 0, sizeof *dev);
     dev->capacity = capacity;
     dev->next_addr = (uintptr_t)1 << 40;
     dev->record_fails_for = -1;
+    dev->next_va = (uintptr_t)1 << 44;
     fake_stream(dev, CA_STREAM_LEGACY);
     ca_backend b = {
         .ctx = dev,
@@ -227,6 +249,14 @@ void fake_init(fake_device *dev, ca_backend *be, uint64_t capacity)
         .device_synchronize = f_device_sync,
         .mem_info = f_mem_info,
         .clear_error = f_clear,
+        .vmm_granularity = f_vmm_granularity,
+        .vmm_reserve = f_vmm_reserve,
+        .vmm_free = f_vmm_free,
+        .vmm_create = f_vmm_create,
+        .vmm_release = f_vmm_release,
+        .vmm_map = f_vmm_map,
+        .vmm_unmap = f_vmm_unmap,
+        .vmm_set_access = f_vmm_set_access,
     };
     *be = b;
 }

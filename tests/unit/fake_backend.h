@@ -10,6 +10,9 @@
 
 #define FAKE_MAX_STREAMS 16
 #define FAKE_MAX_EVENTS 256
+#define FAKE_MAX_RANGES 256
+#define FAKE_MAX_HANDLES 8192
+#define FAKE_PAGE ((size_t)2 << 20)
 
 typedef struct fake_queue {
     ca_stream_t key;
@@ -23,6 +26,27 @@ typedef struct fake_event {
     int stream;     /* index into streams */
     uint64_t seq;
 } fake_event;
+
+/* Virtual memory (fake_vmm.c): a page of a reservation, mapped to a handle or not, and the last
+ * work item that touched it. */
+typedef struct fake_page {
+    uint32_t handle;   /* 0: unmapped */
+    uint8_t access;    /* read-write access set since it was mapped */
+    int8_t use_stream; /* -1: never used */
+    uint64_t use_seq;
+} fake_page;
+
+typedef struct fake_range {
+    uintptr_t base;
+    size_t size;       /* 0: slot unused */
+    fake_page *pages;
+} fake_range;
+
+typedef struct fake_handle {
+    size_t size;
+    uint32_t maps;
+    uint8_t live, released;
+} fake_handle;
 
 typedef struct fake_device {
     uint64_t capacity;
@@ -43,6 +67,18 @@ typedef struct fake_device {
      * they stand in for another thread acting while the arena waits with its lock dropped. */
     void (*on_event_sync)(void);
     void (*on_device_sync)(void);
+    /* Virtual memory: physical pages count in `used` from creation until released and unmapped. */
+    fake_range ranges[FAKE_MAX_RANGES];
+    fake_handle handles[FAKE_MAX_HANDLES];
+    uintptr_t next_va;
+    uint64_t mapped_bytes;
+    uint64_t reserves, va_frees, vmm_creates, vmm_releases, maps, unmaps, unmap_calls, accesses;
+    int fail_next_creates;  /* inject: this many creations fail first */
+    uint64_t fail_create_at; /* inject: the creation that would be number N fails (0: none) */
+    /* Broken rules: an access to an unmapped page, an unmap under running work, a reservation
+     * freed with pages mapped. The first one is described. */
+    uint64_t violations;
+    char violation[160];
 } fake_device;
 
 /* Fill be with a backend over dev (one fake device for every device id). */
@@ -65,5 +101,26 @@ int fake_done(fake_device *dev, ca_stream_t s, uint64_t seq);
 
 /* Work items enqueued on s so far. */
 uint64_t fake_enqueued(fake_device *dev, ca_stream_t s);
+
+/* Enqueue one work item on s that uses [ptr, ptr+size): where that lies in a reservation, every
+ * page must be mapped with access (else a violation), and no page may be unmapped before the
+ * item completed. */
+void fake_use(fake_device *dev, ca_stream_t s, const void *ptr, size_t size);
+
+/* Whether every page of [ptr, ptr+size) is mapped with access (1), or ptr lies in no
+ * reservation (-1), or some page is not (0). */
+int fake_mapped(fake_device *dev, const void *ptr, size_t size);
+
+/* fake_vmm.c's backend functions, for fake_init (called under the fake's lock). */
+int fake_vmm_granularity_unlocked(void *ctx, int d, size_t *out);
+int fake_vmm_reserve_unlocked(void *ctx, int d, size_t size, void **out);
+int fake_vmm_free_unlocked(void *ctx, int d, void *base, size_t size);
+int fake_vmm_create_unlocked(void *ctx, int d, size_t size, uint64_t *handle);
+int fake_vmm_release_unlocked(void *ctx, int d, uint64_t handle);
+int fake_vmm_map_unlocked(void *ctx, int d, void *addr, size_t size, uint64_t handle);
+int fake_vmm_unmap_unlocked(void *ctx, int d, void *addr, size_t size);
+int fake_vmm_set_access_unlocked(void *ctx, int d, void *addr, size_t size);
+void fake_use_unlocked(fake_device *dev, int stream, const void *ptr, size_t size);
+int fake_mapped_unlocked(fake_device *dev, const void *ptr, size_t size);
 
 #endif

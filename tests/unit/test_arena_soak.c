@@ -1,7 +1,8 @@
 /* Randomized soak of the arena against the fake device. After every operation: reserved =
  * allocated + cached + pending, no two live blocks overlap, and no allocation receives memory
  * that work on another stream may still use (a model of the reuse contract, independent of
- * the arena's own bookkeeping). */
+ * the arena's own bookkeeping). With expandable segments, the fake also sees every page used
+ * without memory behind it or unmapped under running work. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,15 +114,16 @@ static void do_alloc(int stream)
         return;
     size_t size = random_size();
     void *p = NULL;
-    if (rnd() % 50 == 0)
-        dev.fail_next_allocs = 1; /* a transient driver failure the ladder must absorb */
+    if (rnd() % 50 == 0) /* a transient driver failure the ladder must absorb */
+        dev.fail_next_allocs = dev.fail_next_creates = 1;
     ca_status rc = ca_malloc(arena, 0, size, stream < 0 ? NULL : streams[stream],
                              stream < 0 ? CA_API_PLAIN : CA_API_ASYNC, &p);
-    dev.fail_next_allocs = 0;
+    dev.fail_next_allocs = dev.fail_next_creates = 0;
     if (rc == CA_ERR_OOM)
         return;
     assert_int_equal(rc, CA_OK);
     check_new_block((uintptr_t)p, size, stream);
+    assert_int_not_equal(fake_mapped(&dev, p, size), 0);
     lives[nlive++] = (live){(uintptr_t)p, size, stream};
 }
 
@@ -137,20 +139,20 @@ static void do_free(void)
     ca_status rc;
     if (l.stream >= 0 && how < 7) {
         /* Used on its stream, freed there. */
-        fake_work(&dev, streams[l.stream]);
+        fake_use(&dev, streams[l.stream], (void *)l.addr, l.size);
         h.stream = l.stream;
         h.seqs[l.stream] = fake_enqueued(&dev, streams[l.stream]);
         rc = ca_free(arena, (void *)l.addr, streams[l.stream], CA_API_ASYNC, NULL);
     } else if (how < 8) {
         /* Used and freed on another stream. */
         int s = 1 + (int)(rnd() % NSTREAMS);
-        fake_work(&dev, streams[s]);
+        fake_use(&dev, streams[s], (void *)l.addr, l.size);
         h.stream = s;
         h.seqs[s] = fake_enqueued(&dev, streams[s]);
         rc = ca_free(arena, (void *)l.addr, streams[s], CA_API_ASYNC, NULL);
     } else {
         /* Used anywhere, freed with the plain API. */
-        fake_work(&dev, streams[rnd() % (NSTREAMS + 1)]);
+        fake_use(&dev, streams[rnd() % (NSTREAMS + 1)], (void *)l.addr, l.size);
         for (int s = 0; s <= NSTREAMS; s++)
             h.seqs[s] = fake_enqueued(&dev, streams[s]);
         rc = ca_free(arena, (void *)l.addr, NULL, CA_API_PLAIN, NULL);
@@ -177,11 +179,11 @@ static void replace_stream(void)
     ca_stream_created(arena, 0, streams[s], 1);
 }
 
-static void soak(ca_reuse_kind reuse, uint64_t max_split, int ops)
+static void soak(ca_reuse_kind reuse, uint64_t max_split, int expandable, int ops)
 {
     fake_init(&dev, &be, 1ull << 31);
     ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = reuse, .release_threshold = UINT64_MAX,
-                     .max_split = max_split, .quiet = 1};
+                     .max_split = max_split, .expandable = expandable, .quiet = 1};
     arena = ca_arena_create(&be, &cfg);
     streams[0] = NULL;
     for (int s = 1; s <= NSTREAMS; s++) {
@@ -211,6 +213,8 @@ static void soak(ca_reuse_kind reuse, uint64_t max_split, int ops)
             prune_hazards();
         }
         check_balance();
+        if (dev.violations)
+            fail_msg("operation %d: %s", op, dev.violation);
     }
     while (nlive)
         do_free();
@@ -222,7 +226,13 @@ static void soak(ca_reuse_kind reuse, uint64_t max_split, int ops)
     assert_int_equal(st.pending_bytes, 0);
     assert_int_equal(st.reserved_bytes, 0);
     assert_int_equal(dev.nlive, 0);
+    assert_int_equal(dev.mapped_bytes, 0);
     ca_arena_destroy(arena);
+    assert_int_equal(dev.reserves, dev.va_frees);
+    assert_int_equal(dev.used, 0);
+    assert_int_equal(dev.violations, 0);
+    if (expandable)
+        assert_true(dev.maps > 0 && dev.unmaps > 0);
 }
 
 static int ops_from_env(void)
@@ -237,13 +247,19 @@ static void test_soak_safe(void **state)
     const char *seed = getenv("CACHEALLOC_SOAK_SEED");
     if (seed && strtoull(seed, NULL, 10))
         rng = strtoull(seed, NULL, 10);
-    soak(CA_REUSE_SAFE, UINT64_MAX, ops_from_env());
+    soak(CA_REUSE_SAFE, UINT64_MAX, 0, ops_from_env());
 }
 
 static void test_soak_safe_max_split(void **state)
 {
     (void)state;
-    soak(CA_REUSE_SAFE, 32 * MiB, ops_from_env() / 2);
+    soak(CA_REUSE_SAFE, 32 * MiB, 0, ops_from_env() / 2);
+}
+
+static void test_soak_safe_expandable(void **state)
+{
+    (void)state;
+    soak(CA_REUSE_SAFE, UINT64_MAX, 1, ops_from_env());
 }
 
 /* The model is able to see a race: the unsafe contract, fed the same traffic, must trip it. */
@@ -283,6 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_soak_safe),
         cmocka_unit_test(test_soak_safe_max_split),
+        cmocka_unit_test(test_soak_safe_expandable),
         cmocka_unit_test(test_model_catches_unsafe_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* Many host threads on one arena: no two live blocks ever overlap, the counters balance, and a
  * concurrent reclaimer (as cachealloc-top's requests are served) and device synchronizations
- * never corrupt the pools. */
+ * never corrupt the pools. With expandable segments the reclaimer unmaps pages while the
+ * workers map others, and the fake sees any page used unmapped or unmapped under work. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,7 +69,7 @@ static void *worker(void *arg)
         int slot = (int)(rng % 64);
         if (mine[slot]) {
             reg_del((uintptr_t)mine[slot]);
-            fake_work(&dev, s);
+            fake_use(&dev, s, mine[slot], sizes[slot]);
             assert_int_equal(ca_free(arena, mine[slot], s, api[slot], NULL), CA_OK);
             mine[slot] = NULL;
         } else {
@@ -110,12 +111,13 @@ static void *reclaimer(void *arg)
     return NULL;
 }
 
-static void test_threads(void **state)
+static void run_threads(int expandable)
 {
-    (void)state;
     fake_init(&dev, &be, 1ull << 34);
     ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = CA_REUSE_SAFE,
-                     .release_threshold = UINT64_MAX, .max_split = UINT64_MAX, .quiet = 1};
+                     .release_threshold = UINT64_MAX, .max_split = UINT64_MAX,
+                     .expandable = expandable, .quiet = 1};
+    stop_reclaimer = 0;
     arena = ca_arena_create(&be, &cfg);
     pthread_t t[THREADS], r;
     pthread_create(&r, NULL, reclaimer, NULL);
@@ -137,10 +139,28 @@ static void test_threads(void **state)
     assert_int_equal(st.reserved_bytes, 0);
     ca_arena_destroy(arena);
     assert_int_equal(dev.nlive, 0);
+    assert_int_equal(dev.reserves, dev.va_frees);
+    assert_int_equal(dev.used, 0);
+    if (dev.violations)
+        fail_msg("%s", dev.violation);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    run_threads(0);
+}
+
+static void test_threads_expandable(void **state)
+{
+    (void)state;
+    run_threads(1);
+    assert_true(dev.unmaps > 0);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads),
+                                       cmocka_unit_test(test_threads_expandable)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

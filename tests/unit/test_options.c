@@ -73,6 +73,7 @@ static void test_defaults(void **state) {
     assert_int_equal(o.release_percent, 0);
     assert_true(o.prealloc_bytes == 0);
     assert_true(o.max_split == UINT64_MAX);
+    assert_int_equal(o.expandable, 0);
     assert_int_equal(o.stats, 1);
     assert_int_equal(o.leak_check, CA_LEAK_OFF);
     assert_string_equal(o.trace_path, "");
@@ -147,6 +148,9 @@ static void test_choices(void **state) {
         {"CACHEALLOC_VERBOSE=on", offsetof(ca_options, verbose), 1},
         {"CACHEALLOC_VERBOSE=yes", offsetof(ca_options, verbose), 1},
         {"CACHEALLOC_VERBOSE=0", offsetof(ca_options, verbose), 0},
+        {"CACHEALLOC_EXPANDABLE=1", offsetof(ca_options, expandable), 1},
+        {"CACHEALLOC_EXPANDABLE=yes", offsetof(ca_options, expandable), 1},
+        {"CACHEALLOC_EXPANDABLE=off", offsetof(ca_options, expandable), 0},
         {"CACHEALLOC_LEAK_CHECK=0", offsetof(ca_options, leak_check), CA_LEAK_OFF},
         {"CACHEALLOC_LEAK_CHECK=1", offsetof(ca_options, leak_check), CA_LEAK_ON},
         {"CACHEALLOC_LEAK_CHECK=on", offsetof(ca_options, leak_check), CA_LEAK_ON},
@@ -272,6 +276,8 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_MAX_SPLIT=20M", "is too small");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=512K", "(unlimited)");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=0", "is too small");
+    expect_one_warning("CACHEALLOC_EXPANDABLE=2", "CACHEALLOC_EXPANDABLE=2 is not an accepted value");
+    expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (0)");
     expect_one_warning("CACHEALLOC_STATS=2", "CACHEALLOC_STATS=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_STATS=", "CACHEALLOC_STATS is empty");
     expect_one_warning("CACHEALLOC_LEAK_CHECK=stack", "(0)");
@@ -434,7 +440,7 @@ static void test_to_config(void **state) {
     char *envp[] = {"CACHEALLOC_POOL=none", "CACHEALLOC_REUSE=stream", "CACHEALLOC_LIMIT=50%",
                     "CACHEALLOC_RELEASE_THRESHOLD=2G", "CACHEALLOC_PREALLOC=1G",
                     "CACHEALLOC_MAX_SPLIT=21M", "CACHEALLOC_LEAK_CHECK=1",
-                    "CACHEALLOC_TRACE=t.txt", NULL};
+                    "CACHEALLOC_TRACE=t.txt", "CACHEALLOC_EXPANDABLE=1", NULL};
     parse_env(&p, envp);
     assert_int_equal(p.problems, 0);
     memset(&c, 0xa5, sizeof c);
@@ -447,6 +453,7 @@ static void test_to_config(void **state) {
     assert_int_equal(c.release_percent, 0);
     assert_true(c.prealloc_bytes == 1ull << 30);
     assert_true(c.max_split == 21ull << 20);
+    assert_int_equal(c.expandable, 1);
     assert_int_equal(c.record_alloc_times, 1);
     assert_int_equal(c.record_stacks, 0);
     assert_null(c.trace);
@@ -464,6 +471,7 @@ static void test_to_config(void **state) {
     assert_true(c.limit_bytes == 0);
     assert_true(c.release_threshold == UINT64_MAX);
     assert_true(c.max_split == UINT64_MAX);
+    assert_int_equal(c.expandable, 0);
     assert_int_equal(c.record_alloc_times, 0);
     assert_int_equal(c.record_stacks, 0);
 
@@ -503,6 +511,9 @@ static void test_summary(void **state) {
     parse1(&p, "CACHEALLOC_LIMIT=1T");
     ca_options_summary(&p.o, buf, sizeof buf);
     assert_string_equal(buf, "limit=1T");
+    parse1(&p, "CACHEALLOC_EXPANDABLE=on");
+    ca_options_summary(&p.o, buf, sizeof buf);
+    assert_string_equal(buf, "expandable=1");
     parse1(&p, "CACHEALLOC_RELEASE_THRESHOLD=0");
     ca_options_summary(&p.o, buf, sizeof buf);
     assert_string_equal(buf, "release_threshold=0");

@@ -1,0 +1,401 @@
+/* Expandable segments against the fake device's virtual memory: growth by mapping pages at a
+ * range's end, free pages between live blocks unmapped by the out-of-memory ladder, the reclaim
+ * and the release threshold, exact accounting, and no page used while unmapped or unmapped
+ * while used (the fake records both). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arena.h"
+#include "fake_backend.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define PAGE FAKE_PAGE
+
+#define S1 ((ca_stream_t)0x1000)
+#define S2 ((ca_stream_t)0x2000)
+
+typedef struct fixture {
+    fake_device dev;
+    ca_backend be;
+    ca_config cfg;
+    ca_arena *a;
+} fixture;
+
+/* A 64 MiB device: a range reserves 72 MiB of addresses (the device and an eighth). */
+static fixture *fx_new(int expandable)
+{
+    fixture *f = test_calloc(1, sizeof *f);
+    fake_init(&f->dev, &f->be, 64 * MiB);
+    f->cfg.pool = CA_POOL_SPLIT;
+    f->cfg.reuse = CA_REUSE_SAFE;
+    f->cfg.release_threshold = UINT64_MAX;
+    f->cfg.max_split = UINT64_MAX;
+    f->cfg.expandable = expandable;
+    f->cfg.quiet = 1;
+    return f;
+}
+
+static void fx_start(fixture *f) { f->a = ca_arena_create(&f->be, &f->cfg); }
+
+static int setup(void **state)
+{
+    fixture *f = fx_new(1);
+    fx_start(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ca_arena_destroy(f->a);
+    /* Everything went back: segments, mappings, memory, reservations. */
+    assert_int_equal(f->dev.nlive, 0);
+    assert_int_equal(f->dev.mapped_bytes, 0);
+    assert_int_equal(f->dev.used, 0);
+    assert_int_equal(f->dev.reserves, f->dev.va_frees);
+    assert_int_equal(f->dev.violations, 0);
+    test_free(f);
+    return 0;
+}
+
+static ca_dev_stats stats(fixture *f)
+{
+    ca_dev_stats st = {0};
+    ca_get_stats(f->a, 0, &st);
+    return st;
+}
+
+/* reserved = allocated + cached + pending, and reserved is what is mapped (no plain segment in
+ * these tests). */
+static void assert_exact(fixture *f)
+{
+    ca_dev_stats st = stats(f);
+    assert_int_equal(st.reserved_bytes, st.allocated_bytes + st.cached_bytes + st.pending_bytes);
+    assert_int_equal(st.reserved_bytes, f->dev.mapped_bytes);
+    assert_int_equal(f->dev.violations, 0);
+}
+
+/* Allocate, and touch the block on s as a kernel would: the fake counts a page without memory. */
+static char *use_alloc(fixture *f, size_t size, ca_stream_t s, unsigned api)
+{
+    void *p = NULL;
+    assert_int_equal(ca_malloc(f->a, 0, size, s, api, &p), CA_OK);
+    assert_non_null(p);
+    fake_use(&f->dev, s, p, size);
+    assert_int_equal(f->dev.violations, 0);
+    return p;
+}
+
+static void must_free(fixture *f, void *p, ca_stream_t s, unsigned api)
+{
+    assert_int_equal(ca_free(f->a, p, s, api, NULL), CA_OK);
+}
+
+static void test_grows_by_mapping_pages_at_the_end(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    /* One reservation, two pages: the request rounded to pages, no plain segment. */
+    assert_int_equal(f->dev.reserves, 1);
+    assert_int_equal(f->dev.allocs, 0);
+    assert_int_equal(f->dev.vmm_creates, 2);
+    assert_int_equal(stats(f).reserved_bytes, 2 * PAGE);
+    /* The next one takes the free 1 MiB tail and one more page, right behind the first. */
+    char *b = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(b, a + 3 * MiB);
+    assert_int_equal(f->dev.vmm_creates, 3);
+    assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
+    assert_int_equal(stats(f).driver_alloc_calls, 3);
+    assert_exact(f);
+    /* Freed, they merge with the tail into one block that serves a request of all of it. */
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    char *c = use_alloc(f, 6 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(c, a);
+    assert_int_equal(f->dev.vmm_creates, 3);
+    must_free(f, c, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+static void test_small_and_large_blocks_get_their_own_range(void **state)
+{
+    fixture *f = *state;
+    char *s = use_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
+    char *l = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.reserves, 2);
+    assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
+    must_free(f, s, NULL, CA_API_PLAIN);
+    must_free(f, l, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+/* 16 blocks of 4 MiB fill the device; every other one is freed: 32 MiB free in pieces of
+ * 4 MiB, and an 8 MiB request fits none. */
+static void fill_and_punch(fixture *f, char **blocks)
+{
+    for (int i = 0; i < 16; i++)
+        blocks[i] = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    for (int i = 0; i < 16; i += 2)
+        must_free(f, blocks[i], NULL, CA_API_PLAIN);
+    assert_int_equal(stats(f).largest_free_block, 4 * MiB);
+}
+
+static void test_ladder_unmaps_free_pages_between_live_blocks(void **state)
+{
+    fixture *f = *state;
+    char *blocks[16];
+    fill_and_punch(f, blocks);
+    assert_int_equal(f->dev.used, 64 * MiB);
+    char *big = use_alloc(f, 8 * MiB, NULL, CA_API_PLAIN);
+    /* The holes' pages went back and four new ones were mapped at the range's end. */
+    assert_int_equal(f->dev.unmaps, 16);
+    assert_int_equal(stats(f).reserved_bytes, 8 * 4 * MiB + 8 * MiB);
+    assert_int_equal(stats(f).oom_recoveries, 1);
+    for (int i = 1; i < 16; i += 2)
+        assert_int_equal(fake_mapped(&f->dev, blocks[i], 4 * MiB), 1);
+    assert_exact(f);
+    must_free(f, big, NULL, CA_API_PLAIN);
+    for (int i = 1; i < 16; i += 2)
+        must_free(f, blocks[i], NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+/* The same traffic over plain segments: the cache holds 32 MiB and cannot serve 8. */
+static void test_plain_segments_fail_the_same_request(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(0);
+    fx_start(f);
+    char *blocks[16];
+    for (int i = 0; i < 16; i++)
+        blocks[i] = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    for (int i = 0; i < 16; i += 2)
+        must_free(f, blocks[i], NULL, CA_API_PLAIN);
+    void *p = NULL;
+    assert_int_equal(ca_malloc(f->a, 0, 8 * MiB, NULL, CA_API_PLAIN, &p), CA_ERR_OOM);
+    assert_true(stats(f).cached_bytes >= 32 * MiB);
+    for (int i = 1; i < 16; i += 2)
+        must_free(f, blocks[i], NULL, CA_API_PLAIN);
+    ca_arena_destroy(f->a);
+    assert_int_equal(f->dev.nlive, 0);
+    test_free(f);
+}
+
+static void test_unmapping_waits_for_work_on_the_pages(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    /* Single-stream mode: a is free at once, while its work still runs. */
+    fake_use(&f->dev, CA_STREAM_LEGACY, a, 4 * MiB);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    uint64_t syncs = f->dev.device_syncs;
+    assert_int_equal(ca_reclaim(f->a, 0), 4 * MiB);
+    /* The device was waited for before a's pages went. */
+    assert_int_equal(f->dev.device_syncs, syncs + 1);
+    assert_int_equal(f->dev.unmaps, 2);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+/* The fake itself sees a page unmapped under running work: the test above can fail. */
+static void test_fake_sees_an_unmap_under_work(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->be.vmm_unmap(f->be.ctx, 0, a, PAGE), CA_OK);
+    assert_int_equal(f->dev.violations, 1);
+    f->dev.violations = 0;
+    fake_use(&f->dev, NULL, a, 16);
+    assert_int_equal(f->dev.violations, 1);
+    /* Put the page back so that the arena's own teardown finds what it mapped. */
+    uint64_t h;
+    assert_int_equal(f->be.vmm_create(f->be.ctx, 0, PAGE, &h), CA_OK);
+    assert_int_equal(f->be.vmm_map(f->be.ctx, 0, a, PAGE, h), CA_OK);
+    assert_int_equal(f->be.vmm_release(f->be.ctx, 0, h), CA_OK);
+    assert_int_equal(f->be.vmm_set_access(f->be.ctx, 0, a, PAGE), CA_OK);
+    f->dev.violations = 0;
+    fake_complete_all(&f->dev);
+    must_free(f, a, NULL, CA_API_PLAIN);
+}
+
+static void test_reclaim_unmaps_a_hole_and_growth_refills_it(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *c = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    assert_int_equal(ca_reclaim(f->a, 0), 4 * MiB);
+    assert_int_equal(fake_mapped(&f->dev, b, 4 * MiB), 0);
+    assert_int_equal(fake_mapped(&f->dev, a, 4 * MiB), 1);
+    assert_int_equal(fake_mapped(&f->dev, c, 4 * MiB), 1);
+    assert_int_equal(stats(f).reserved_bytes, 8 * MiB);
+    assert_int_equal(stats(f).driver_free_calls, 2);
+    assert_exact(f);
+    /* Growth fills the lowest hole first: the range stays compact. */
+    char *d = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(d, b);
+    assert_int_equal(f->dev.reserves, 1);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, c, NULL, CA_API_PLAIN);
+    must_free(f, d, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+/* Only whole pages go: a hole that does not cover a page keeps its memory. */
+static void test_partial_pages_stay_mapped(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    char *c = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    /* b, [3 MiB, 5 MiB), straddles pages 1 and 2, which a and c keep. */
+    assert_int_equal(ca_reclaim(f->a, 0), 0);
+    assert_int_equal(stats(f).reserved_bytes, 4 * PAGE);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, c, NULL, CA_API_PLAIN);
+    assert_int_equal(ca_reclaim(f->a, 0), 4 * PAGE);
+    assert_int_equal(stats(f).reserved_bytes, 0);
+    assert_exact(f);
+}
+
+static void test_threshold_unmaps_pages_the_sync_proved_idle(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(1);
+    f->cfg.release_threshold = 0;
+    fx_start(f);
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *x = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    char *c = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    uint64_t t = ca_device_sync_begin(f->a, 0);
+    /* Freed while the program synchronized: that synchronization does not cover it. */
+    fake_use(&f->dev, CA_STREAM_LEGACY, c, 4 * MiB);
+    must_free(f, c, NULL, CA_API_PLAIN);
+    fake_complete(&f->dev, CA_STREAM_LEGACY);
+    uint64_t syncs = f->dev.device_syncs;
+    fake_use(&f->dev, CA_STREAM_LEGACY, a, 4 * MiB); /* running on, past the sync */
+    ca_device_synchronized(f->a, 0, t);
+    /* b's pages went back; c's stayed (its free is not covered), and the trim never waits. */
+    assert_int_equal(f->dev.device_syncs, syncs);
+    assert_int_equal(fake_mapped(&f->dev, b, 4 * MiB), 0);
+    assert_int_equal(fake_mapped(&f->dev, c, 4 * MiB), 1);
+    assert_int_equal(stats(f).cached_bytes, 4 * MiB);
+    assert_exact(f);
+    /* The next synchronization covers c. */
+    fake_complete_all(&f->dev);
+    t = ca_device_sync_begin(f->a, 0);
+    ca_device_synchronized(f->a, 0, t);
+    assert_int_equal(fake_mapped(&f->dev, c, 4 * MiB), 0);
+    assert_int_equal(stats(f).cached_bytes, 0);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    assert_exact(f);
+    teardown((void **)&f);
+}
+
+static void test_without_vmm_calls_segments_stay_plain(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(1);
+    f->be.vmm_create = NULL;
+    fx_start(f);
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.allocs, 1);
+    assert_int_equal(f->dev.reserves, 0);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    teardown((void **)&f);
+}
+
+static void test_failed_creation_maps_nothing_and_recovers(void **state)
+{
+    fixture *f = *state;
+    /* The third page of a three-page growth fails: the two before it go back. */
+    f->dev.fail_create_at = 3;
+    void *p = NULL;
+    assert_int_equal(ca_malloc(f->a, 0, 5 * MiB, NULL, CA_API_PLAIN, &p), CA_OK);
+    /* The ladder tried again and the program sees nothing of it. */
+    assert_int_equal(stats(f).oom_recoveries, 1);
+    assert_int_equal(f->dev.clears, 1);
+    assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
+    assert_exact(f);
+    must_free(f, p, NULL, CA_API_PLAIN);
+}
+
+static void test_reset_gives_mappings_and_reservations_back(void **state)
+{
+    fixture *f = *state;
+    use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    use_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
+    ca_device_resetting(f->a, 0);
+    assert_int_equal(f->dev.mapped_bytes, 0);
+    assert_int_equal(f->dev.used, 0);
+    assert_int_equal(f->dev.va_frees, 2);
+    ca_device_reset(f->a, 0);
+    assert_int_equal(stats(f).reserved_bytes, 0);
+    /* The device serves again, from a new range. */
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.reserves, 3);
+    must_free(f, a, NULL, CA_API_PLAIN);
+}
+
+static void test_dead_stream_range_is_taken_over(void **state)
+{
+    fixture *f = *state;
+    ca_stream_created(f->a, 0, S1, 1);
+    char *a = use_alloc(f, 4 * MiB, S1, CA_API_ASYNC);
+    must_free(f, a, S1, CA_API_ASYNC);
+    ca_stream_destroyed(f->a, 0, S1);
+    fake_complete_all(&f->dev);
+    ca_stream_created(f->a, 0, S2, 1);
+    char *b = use_alloc(f, 4 * MiB, S2, CA_API_ASYNC);
+    /* S2 got S1's range and its mapped pages: no new reservation, no new page. */
+    assert_int_equal(f->dev.reserves, 1);
+    assert_int_equal(f->dev.vmm_creates, 2);
+    assert_ptr_equal(b, a);
+    must_free(f, b, S2, CA_API_ASYNC);
+    ca_stream_destroyed(f->a, 0, S2);
+    fake_complete_all(&f->dev);
+    /* A dead stream's range with nothing mapped goes back whole. */
+    ca_reclaim(f->a, 0);
+    assert_int_equal(f->dev.va_frees, 1);
+    assert_int_equal(stats(f).segments, 0);
+    assert_exact(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_grows_by_mapping_pages_at_the_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_and_large_blocks_get_their_own_range, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_ladder_unmaps_free_pages_between_live_blocks, setup,
+                                        teardown),
+        cmocka_unit_test(test_plain_segments_fail_the_same_request),
+        cmocka_unit_test_setup_teardown(test_unmapping_waits_for_work_on_the_pages, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fake_sees_an_unmap_under_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_unmaps_a_hole_and_growth_refills_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_partial_pages_stay_mapped, setup, teardown),
+        cmocka_unit_test(test_threshold_unmaps_pages_the_sync_proved_idle),
+        cmocka_unit_test(test_without_vmm_calls_segments_stay_plain),
+        cmocka_unit_test_setup_teardown(test_failed_creation_maps_nothing_and_recovers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reset_gives_mappings_and_reservations_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dead_stream_range_is_taken_over, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
