@@ -235,16 +235,20 @@ simmem=${SIMDEV_MEMORY:-80G}
 modes=("plain" "cache" "expand")
 [ -x "$replay_cub" ] && modes+=("cub" "cub-pow2")
 
+# Every replay runs the trace $passes times in one process: the first pass's figures, then
+# what the warm allocator still asks of the driver in passes 2 and later, and 3 and later.
+passes=5
 replay_cmd() {  # mode trace
     local base="LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64 SIMDEV_MEMORY=$simmem"
+    local args="$2 --memset $memset_bytes --passes $passes"
     case $1 in
-    plain) echo "env -u LD_PRELOAD $base $replay $2 --memset $memset_bytes" ;;
-    cache) echo "env $base LD_PRELOAD=$shim $replay $2 --memset $memset_bytes" ;;
+    plain) echo "env -u LD_PRELOAD $base $replay $args" ;;
+    cache) echo "env $base LD_PRELOAD=$shim $replay $args" ;;
     # The cache with expandable segments: pages mapped into one reserved range per pool.
-    expand) echo "env $base CACHEALLOC_EXPANDABLE=1 LD_PRELOAD=$shim $replay $2 --memset $memset_bytes" ;;
-    cub) echo "env -u LD_PRELOAD $base $replay_cub $2 --memset $memset_bytes" ;;
+    expand) echo "env $base CACHEALLOC_EXPANDABLE=1 LD_PRELOAD=$shim $replay $args" ;;
+    cub) echo "env -u LD_PRELOAD $base $replay_cub $args" ;;
     # CUB with power-of-two bins from 512 B to 64 GiB and no cap: it caches everything.
-    cub-pow2) echo "env -u LD_PRELOAD $base $replay_cub $2 --memset $memset_bytes --cub-bins 2,9,36" ;;
+    cub-pow2) echo "env -u LD_PRELOAD $base $replay_cub $args --cub-bins 2,9,36" ;;
     esac
 }
 
@@ -317,26 +321,35 @@ for t in "${traces[@]}"; do
     plain_out=$tmp/replay.plain.$(basename "$t").out
     echo "Replay of $(basename "$t"): $(val events "$plain_out") events," \
          "peak live $(val peak_live_bytes "$plain_out") B, memset $memset_bytes B after each allocation," \
-         "SIMDEV_MEMORY=$simmem, wall best of $replay_runs"
-    printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s\n' mode wall_s "vs plain" \
-        "vs cub" mallocs frees syncs pages peak_reserved frag
+         "SIMDEV_MEMORY=$simmem, $passes passes, wall of the first pass, best of $replay_runs"
+    printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s %14s %14s\n' mode wall_s "vs plain" \
+        "vs cub" mallocs frees syncs pages peak_reserved frag "after pass 1" "after pass 2"
     for m in "${modes[@]}"; do
         out=$tmp/replay.$m.$(basename "$t").out
         w=${wall[$m.$t]}
         sp=$(awk -v p="${wall[plain.$t]}" -v w="$w" 'BEGIN { printf "%.1fx", p / w }')
         vc=-
         [ -n "${wall[cub.$t]:-}" ] && vc=$(awk -v c="${wall[cub.$t]}" -v w="$w" 'BEGIN { printf "%.1fx", c / w }')
-        printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s\n' "$m" "$w" "$sp" "$vc" \
+        later() {  # prefix: driver calls (allocations, frees, maps, unmaps) / device syncs
+            local n=0 k
+            for k in driver_mallocs driver_frees maps unmaps; do
+                n=$((n + $(val "$1_$k" "$out")))
+            done
+            echo "$n/$(val "$1_device_syncs" "$out")"
+        }
+        printf '  %-9s %10s %10s %10s %10s %10s %10s %10s %16s %8s %14s %14s\n' "$m" "$w" "$sp" "$vc" \
             "$(val driver_mallocs "$out")" "$(val driver_frees "$out")" \
             "$(val device_syncs "$out")" "$(val vmm_creates "$out")" \
-            "$(val peak_reserved_bytes "$out")" "$(val fragmentation "$out")"
+            "$(val peak_reserved_bytes "$out")" "$(val fragmentation_all_passes "$out")" \
+            "$(later after_pass1)" "$(later after_pass2)"
     done
     echo
 done
 echo "  vs plain / vs cub: speed-up of the row's wall time (higher is faster); mallocs, frees,"
 echo "  syncs: the simulated driver's cudaMalloc and cudaFree calls and device synchronizations"
 echo "  during the replay; pages: 2 MiB pages created (cuMemCreate), each also mapped and released"
-echo "  (expandable segments); frag = 1 - peak live / peak reserved."
+echo "  (expandable segments); frag = 1 - peak live / peak reserved over every pass; after pass"
+echo "  1, 2: driver calls (allocations + frees + maps + unmaps) / device syncs in the later passes."
 echo
 loop_section
 

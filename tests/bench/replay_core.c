@@ -86,9 +86,40 @@ static int parse_size(const char *s, size_t *out)
 
 static int usage(const replay_allocator *al)
 {
-    fprintf(stderr, "usage: replay TRACE.csv [--memset BYTES (0..1048576)]%s\n",
+    fprintf(stderr, "usage: replay TRACE.csv [--memset BYTES (0..1048576)] [--passes N (1..100)]%s\n",
             al->usage_extra ? al->usage_extra : "");
     return 2;
+}
+
+/* Driver calls and device synchronizations between two counter readings. */
+typedef struct calls {
+    uint64_t mallocs, frees, maps, unmaps, syncs;
+} calls;
+
+static void add_calls(calls *c, const struct simdev_counters *from, const struct simdev_counters *to)
+{
+    c->mallocs += to->malloc_calls - from->malloc_calls;
+    c->frees += to->free_calls - from->free_calls;
+    c->maps += to->maps - from->maps;
+    c->unmaps += to->unmaps - from->unmaps;
+    c->syncs += to->device_syncs - from->device_syncs;
+}
+
+static void print_calls(const char *prefix, const calls *c)
+{
+    printf("%s_driver_mallocs=%" PRIu64 "\n%s_driver_frees=%" PRIu64 "\n%s_maps=%" PRIu64
+           "\n%s_unmaps=%" PRIu64 "\n%s_device_syncs=%" PRIu64 "\n", prefix, c->mallocs, prefix,
+           c->frees, prefix, c->maps, prefix, c->unmaps, prefix, c->syncs);
+}
+
+/* Frees what a pass of the trace left live, as the next training step would find it. */
+static void free_leftovers(const trace *t, const replay_allocator *al, void **ptrs)
+{
+    for (uint32_t id = 0; id < t->nallocs; id++)
+        if (ptrs[id]) {
+            al->free(al->ctx, ptrs[id]);
+            ptrs[id] = NULL;
+        }
 }
 
 static const char *mode_name(const replay_allocator *al)
@@ -131,7 +162,7 @@ static void print_result(const replay_allocator *al, const char *path, const tra
 int replay_main(int argc, char **argv, const replay_allocator *al)
 {
     const char *path = NULL;
-    size_t memset_bytes = 0;
+    size_t memset_bytes = 0, passes = 1;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0) {
             if (path)
@@ -144,6 +175,9 @@ int replay_main(int argc, char **argv, const replay_allocator *al)
         const char *opt = argv[i], *val = argv[++i];
         if (strcmp(opt, "--memset") == 0) {
             if (parse_size(val, &memset_bytes) != 0)
+                return usage(al);
+        } else if (strcmp(opt, "--passes") == 0) {
+            if (parse_size(val, &passes) != 0 || passes < 1 || passes > 100)
                 return usage(al);
         } else if (!al->option || al->option(al->ctx, opt, val) != 0) {
             return usage(al);
@@ -174,15 +208,42 @@ int replay_main(int argc, char **argv, const replay_allocator *al)
     replay_result r;
     memset(&r, 0, sizeof r);
     replay(&t, al, memset_bytes, ptrs, &r, &end);
+    /* Later passes in the same process: what a warm cache still asks of the driver (each
+     * pass's own final synchronization excluded, as for the first). */
+    calls after1 = {0}, after2 = {0};
+    uint64_t later_failures = 0;
+    for (size_t pass = 1; pass < passes; pass++) {
+        free_leftovers(&t, al, ptrs);
+        struct simdev_counters start, stop;
+        read_counters(&start);
+        replay_result rp;
+        memset(&rp, 0, sizeof rp);
+        replay(&t, al, memset_bytes, ptrs, &rp, &stop);
+        later_failures += rp.alloc_failures + rp.free_failures;
+        add_calls(&after1, &start, &stop);
+        if (pass >= 2)
+            add_calls(&after2, &start, &stop);
+    }
     print_result(al, path, &t, memset_bytes, &r, &base, &end, on_sim);
+    if (passes > 1) {
+        struct simdev_counters last;
+        read_counters(&last);
+        printf("passes=%zu\nlater_failures=%" PRIu64 "\n", passes, later_failures);
+        if (on_sim) {
+            print_calls("after_pass1", &after1);
+            print_calls("after_pass2", &after2);
+            /* The peak over every pass: the device's own high watermark. */
+            printf("fragmentation_all_passes=%.4f\n",
+                   last.peak_reserved_bytes ? 1.0 - (double)r.peak_live_bytes /
+                                                        (double)last.peak_reserved_bytes : 0.0);
+        }
+    }
 
-    for (uint32_t id = 0; id < t.nallocs; id++)
-        if (ptrs[id])
-            al->free(al->ctx, ptrs[id]);
+    free_leftovers(&t, al, ptrs);
     if (al->teardown)
         al->teardown(al->ctx);
     free(ptrs);
     trace_free(&t);
     fflush(stdout);
-    return r.alloc_failures || r.free_failures ? 1 : 0;
+    return r.alloc_failures || r.free_failures || later_failures ? 1 : 0;
 }
