@@ -185,11 +185,24 @@ static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
     return b->size <= size + CA_OVERSIZE_SLACK;
 }
 
+/* Best fit among p's free blocks, scanning at most limit of a class; a block of 64 KiB or
+ * more must also have room to start aligned, else one with room for any start is looked for. */
+static ca_block *find_aligned(ca_arena *a, ca_pool *p, size_t rounded, bool small, size_t limit)
+{
+    ca_bins *bins = ca_pool_bins(p, small);
+    bool binned = a->cfg.pool == CA_POOL_BINNED;
+    int (*rule)(const ca_block *, size_t, uint64_t) = a->cfg.max_split == UINT64_MAX ? NULL : fits_rule;
+    ca_block *b = ca_bins_find(bins, rounded, binned, rule, a->cfg.max_split, limit);
+    size_t align = a->cfg.big_align;
+    if (b && !ca_fits_aligned(b, rounded, align))
+        b = ca_bins_find(bins, ca_aligned_need(rounded, align), binned, rule, a->cfg.max_split,
+                         limit);
+    return b;
+}
+
 static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
 {
-    return ca_bins_find(ca_pool_bins(p, small), rounded, a->cfg.pool == CA_POOL_BINNED,
-                        a->cfg.max_split == UINT64_MAX ? NULL : fits_rule, a->cfg.max_split,
-                        CA_BIN_SCAN_LIMIT);
+    return find_aligned(a, p, rounded, small, CA_BIN_SCAN_LIMIT);
 }
 
 /* Ladder step 3: a whole free segment of another pool, safe for this stream, moved over. */
@@ -201,7 +214,8 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
             continue;
         if (a->cfg.pool == CA_POOL_BINNED && s->size != rounded)
             continue;
-        if (!fits_rule(s->first, rounded, a->cfg.max_split))
+        if (!fits_rule(s->first, rounded, a->cfg.max_split) ||
+            !ca_fits_aligned(s->first, rounded, a->cfg.big_align))
             continue;
         if ((best && s->size >= best->size) || !ca_segment_safe(a, d, s))
             continue;
@@ -312,9 +326,7 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
 static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_device_consolidate(d); /* frees pushed while the lock was dropped */
-    ca_block *b = ca_bins_find(ca_pool_bins(p, small), rounded, a->cfg.pool == CA_POOL_BINNED,
-                               a->cfg.max_split == UINT64_MAX ? NULL : fits_rule,
-                               a->cfg.max_split, SIZE_MAX);
+    ca_block *b = find_aligned(a, p, rounded, small, SIZE_MAX);
     return b ? b : steal_segment(a, d, p, rounded, small);
 }
 

@@ -103,6 +103,8 @@ typedef struct ca_config {
     uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
     uint64_t max_split;            /* blocks at least this large are never split          */
     int expandable;                /* pools grow by mapping pages into one reserved range */
+    size_t big_align;              /* blocks this large or more start on a multiple of it (a
+                                    * power of two); 0: no alignment beyond 512 bytes       */
     int record_alloc_times;        /* keep each block's allocation time (leak report)     */
     int record_stacks;             /* keep each block's allocation stack (leak report)    */
     ca_trace_fn trace;             /* NULL: no timeline                                   */

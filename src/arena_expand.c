@@ -157,15 +157,18 @@ static int map_pages(ca_arena *a, ca_device *d, uintptr_t addr, size_t size)
  * of it to map: growing at the lowest address keeps a range compact, so that its free pieces
  * merge again (PyTorch's rule). *map is 0 when the free block before a hole fits by itself.
  * NULL when the reservation has no such room. */
-static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, size_t *map)
+static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, size_t align,
+                           size_t *map)
 {
     ca_block *best = NULL;
     for (ca_block *h = s->holes; h; h = h->lnext) {
         size_t before = h->prev && h->prev->state == BLOCK_FREE ? h->prev->size : 0;
         size_t after = h->next && h->next->state == BLOCK_FREE ? h->next->size : 0;
-        size_t want = before >= rounded ? 0 : ca_align_up(rounded - before, page);
+        /* The block starts where the free room starts, moved up to an aligned address. */
+        size_t need = rounded + ca_align_pad(before ? h->prev->addr : h->addr, rounded, align);
+        size_t want = before >= need ? 0 : ca_align_up(need - before, page);
         if (want > h->size) {
-            if (before + h->size + after < rounded)
+            if (before + h->size + after < need)
                 continue;
             want = h->size;
         }
@@ -188,7 +191,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     if (!s && !(s = range_adopt(d, p, small)) && !(s = range_new(a, d, p, small)))
         return NULL;
     size_t map = 0, fr = 0, total = 0;
-    ca_block *h = pick_hole(s, rounded, d->vmm_page, &map);
+    ca_block *h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &map);
     if (!h)
         return NULL;
     if (map == 0)

@@ -207,6 +207,27 @@ void ca_block_unfree(ca_device *d, ca_block *b);
 ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded);
 ca_bins *ca_pool_bins(ca_pool *p, bool small);
 
+/* The bytes in front of address addr that a block of `rounded` bytes must skip to start on a
+ * multiple of align (ca_config.big_align; 0: none). */
+static inline size_t ca_align_pad(uintptr_t addr, size_t rounded, size_t align)
+{
+    if (align == 0 || rounded < align)
+        return 0;
+    return (size_t)(-addr & (align - 1));
+}
+
+/* True when b can hold a block of rounded bytes at an aligned start. */
+static inline bool ca_fits_aligned(const ca_block *b, size_t rounded, size_t align)
+{
+    return b->size >= rounded + ca_align_pad(b->addr, rounded, align);
+}
+
+/* What to search for so that any block found can hold rounded bytes aligned. */
+static inline size_t ca_aligned_need(size_t rounded, size_t align)
+{
+    return align == 0 || rounded < align ? rounded : rounded + align - CA_ROUND;
+}
+
 /* A request's block size: 512-byte multiples, or powers of two in the binned pool. 0 when it
  * cannot be represented. */
 static inline size_t ca_round_request(const ca_config *c, size_t size)

@@ -291,6 +291,17 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
     ca_segment *seg = b->seg;
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
     ca_block_unfree(d, b);
+    /* A block of 64 KiB or more starts aligned: the bytes in front stay a free block. */
+    size_t pad = ca_align_pad(b->addr, rounded, a->cfg.big_align);
+    ca_block *front = pad && b->size >= pad + rounded ? ca_block_new(d) : NULL;
+    if (front) {
+        ca_block_split(b, front, pad);
+        ca_block *taken = front; /* the split keeps the low part in b */
+        b->state = BLOCK_FREE;
+        ca_bins_insert(bins, b);
+        d->st.cached_bytes += pad;
+        b = taken;
+    }
     size_t rest = b->size - rounded;
     /* In an expandable segment a remainder of any size stays mergeable with what its pages
      * gain later, and pages wholly inside it can be unmapped: splitting wastes nothing. */

@@ -368,6 +368,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->prealloc_bytes = o->prealloc_bytes;
     c->max_split = o->max_split;
     c->expandable = o->expandable;
+    c->big_align = CA_BIG_ALIGN_DEFAULT;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;
     c->record_stacks = o->leak_check == CA_LEAK_STACKS;
     /* trace, trace_ctx and quiet stay NULL/0 from the memset: the shim sets them. */

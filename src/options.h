@@ -44,6 +44,10 @@ int ca_parse_size(const char *s, uint64_t *out);
 /* Parse "N%" with 1 <= N <= 100. Returns 0 on success. */
 int ca_parse_percent(const char *s, unsigned *out);
 
+/* Blocks of 64 KiB or more start on a 64 KiB boundary: tools such as GDRCopy need it, where
+ * cudaMalloc itself promises 256 bytes (and in practice 2 MiB for large requests). */
+#define CA_BIG_ALIGN_DEFAULT ((size_t)64 << 10)
+
 /* Fill an arena configuration from the options. */
 void ca_options_to_config(const ca_options *o, ca_config *c);
 

@@ -17,7 +17,10 @@ int main(void)
     CHECK(gpuFree(raw));
     cachealloc_nocache_end();
     CHECK(gpuMemsetAsync(raw, 0, 256, s)); /* faults when it runs */
-    sleep_ms(100);
+    /* Wait until it ran, without a call that would itself report the fault. */
+    for (int i = 0; i < 10000 && sim_counters(0).faults == 0; i++)
+        sleep_ms(1);
+    EXPECT(sim_counters(0).faults == 1);
     CHECK(gpuFree(a));              /* the cache has not called the device since the fault */
     gpuError_t e = gpuMalloc(&c, 1 << 20); /* its fence's event sees the error */
     printf("allocation after the fault: %d\n", (int)e);

@@ -135,10 +135,14 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         return SD_ENOMEM;
     }
     size_t span = (rsize + ps - 1) / ps * ps;
+    /* A GPU driver places large allocations on 2 MiB boundaries (its page size there). */
+    size_t align = rsize >= SD_BIG_ALIGN ? SD_BIG_ALIGN : ps;
     uintptr_t end = d->base + d->range;
-    uintptr_t at = gap_from(&d->allocs, d->cursor, end, span);
+    uintptr_t at = gap_from(&d->allocs, d->cursor, end, span + align - ps);
     if (!at)
-        at = gap_from(&d->allocs, d->base, end, span);
+        at = gap_from(&d->allocs, d->base, end, span + align - ps);
+    if (at)
+        at = (at + align - 1) / align * align;
     if (!at || mprotect((void *)at, span, PROT_READ | PROT_WRITE) != 0) {
         d->c.oom++;
         return SD_ENOMEM;

@@ -12,6 +12,7 @@
 
 #define SD_MAX_DEVICES 64
 #define SD_ALIGN 512u
+#define SD_BIG_ALIGN ((size_t)2 << 20) /* where allocations of this size or more start */
 
 struct sd_config {
     int devices;
