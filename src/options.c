@@ -356,6 +356,33 @@ int ca_options_parse(ca_options *o, char *const *envp, FILE *err) {
     return problems;
 }
 
+int ca_options_check(const char *name, const char *value, char *why, size_t len) {
+    const opt_desc *d = NULL;
+    char shown[96];
+    if (!name || !value || !why || len == 0) return -1;
+    for (int i = 0; i < OPT_COUNT; i++)
+        if (strcmp(name, opt_table[i].name) == 0) d = &opt_table[i];
+    if (!d) {
+        snprintf(why, len, "%s is not a known variable", name);
+        return -1;
+    }
+    ca_options scratch;
+    ca_options_defaults(&scratch);
+    opt_value v = opt_get(&scratch, (opt_id)(d - opt_table));
+    opt_error e = parse_value(d, value, &v);
+    if (e == E_OK) {
+        why[0] = 0;
+        return 0;
+    }
+    if (e == E_EMPTY) {
+        snprintf(why, len, "the value is empty (accepted: %s)", d->accepted);
+        return -1;
+    }
+    show(shown, sizeof shown, value, 80);
+    snprintf(why, len, "'%s' %s (accepted: %s)", shown, error_text[e], d->accepted);
+    return -1;
+}
+
 void ca_options_to_config(const ca_options *o, ca_config *c) {
     if (!o || !c) return;
     memset(c, 0, sizeof *c);

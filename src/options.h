@@ -37,6 +37,11 @@ void ca_options_defaults(ca_options *o);
  * line per problem to err (may be NULL to stay silent). Returns the number of problems. */
 int ca_options_parse(ca_options *o, char *const *envp, FILE *err);
 
+/* Check one variable's value as ca_options_parse would, without parsing a whole environment:
+ * 0 when accepted; else -1 with the value, why it is refused and what is accepted in why
+ * ("'6Q' is not a size (accepted: ...)"). For callers that set the variables (the launcher). */
+int ca_options_check(const char *name, const char *value, char *why, size_t len);
+
 /* Parse a size: "512", "64K", "8M", "6G", "1T" (powers of 1024, optional trailing "B" or
  * "iB", case-insensitive). Returns 0 on success. */
 int ca_parse_size(const char *s, uint64_t *out);

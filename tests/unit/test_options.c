@@ -575,6 +575,34 @@ static void test_summary_small_buffer(void **state) {
     assert_string_equal(buf, "");
 }
 
+/* The launcher's check of one value agrees with the parser and says what is accepted. */
+static void test_check_one_value(void **state) {
+    (void)state;
+    char why[256];
+    assert_int_equal(ca_options_check("CACHEALLOC_LIMIT", "6G", why, sizeof why), 0);
+    assert_string_equal(why, "");
+    assert_int_equal(ca_options_check("CACHEALLOC_LIMIT", "75%", why, sizeof why), 0);
+    assert_int_equal(ca_options_check("CACHEALLOC_POOL", "BINNED", why, sizeof why), 0);
+    assert_int_equal(ca_options_check("CACHEALLOC_LEAK_CHECK", "stacks", why, sizeof why), 0);
+    assert_int_equal(ca_options_check("CACHEALLOC_LIMIT", "6Q", why, sizeof why), -1);
+    assert_string_equal(why, "'6Q' is not a size (accepted: 512, 64K, 8M, 6G, 1T or 1%..100%)");
+    assert_int_equal(ca_options_check("CACHEALLOC_POOL", "big", why, sizeof why), -1);
+    assert_non_null(strstr(why, "accepted: split, binned, none"));
+    assert_int_equal(ca_options_check("CACHEALLOC_MAX_SPLIT", "1M", why, sizeof why), -1);
+    assert_non_null(strstr(why, "is too small"));
+    assert_int_equal(ca_options_check("CACHEALLOC_PREALLOC", "", why, sizeof why), -1);
+    assert_string_equal(why, "the value is empty (accepted: 512, 64K, 8M, 6G, 1T)");
+    assert_int_equal(ca_options_check("CACHEALLOC_LIMT", "6G", why, sizeof why), -1);
+    assert_string_equal(why, "CACHEALLOC_LIMT is not a known variable");
+    /* A hostile value stays on one line; a small buffer is cut, never overrun. */
+    assert_int_equal(ca_options_check("CACHEALLOC_REUSE", "a\nb\x1b", why, sizeof why), -1);
+    assert_null(strchr(why, '\n'));
+    char tiny[8];
+    assert_int_equal(ca_options_check("CACHEALLOC_LIMIT", "6Q", tiny, sizeof tiny), -1);
+    assert_int_equal(strlen(tiny), sizeof tiny - 1);
+    assert_int_equal(ca_options_check(NULL, "1", why, sizeof why), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
@@ -598,6 +626,7 @@ int main(void) {
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_summary_round_trips),
         cmocka_unit_test(test_summary_small_buffer),
+        cmocka_unit_test(test_check_one_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
