@@ -226,6 +226,20 @@ static uint64_t src_reclaim(void *ctx, int dev)
     return ca_reclaim(((ca_runtime *)ctx)->arena, dev);
 }
 
+/* The device's memory as the real driver (runtime) reports it, through the arena's backend,
+ * which makes the device (context) current on the monitor thread and restores it after. */
+static int src_mem_info(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    ca_backend be;
+    size_t f = 0, t = 0;
+    ca_backend_make(ctx, &be);
+    if (be.mem_info(be.ctx, dev, &f, &t) != CA_OK)
+        return -1;
+    *free_bytes = f;
+    *total_bytes = t;
+    return 0;
+}
+
 static void stats_start_slow(ca_runtime *rt)
 {
     pthread_mutex_lock(&stats_lock);
@@ -239,6 +253,7 @@ static void stats_start_slow(ca_runtime *rt)
                 .device_count = src_device_count,
                 .read_device = src_read_device,
                 .reclaim = src_reclaim,
+                .mem_info = src_mem_info,
             };
             ca_stats_start(&stats_src, rt->api, summary);
         }

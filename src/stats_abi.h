@@ -3,8 +3,8 @@
  * One segment per process, named /cachealloc.<uid>.<pid> (a file in /dev/shm, or in
  * $CACHEALLOC_SHM_DIR), mode 0600. A header, then device_capacity records of record_size bytes.
  * Plain C, fixed layout: every offset below is static-asserted, so a change of layout cannot
- * go unnoticed. Any incompatible change bumps CA_STATS_ABI_VERSION; readers reject other
- * versions. docs/stats.md describes the protocol.
+ * go unnoticed. Any change of meaning bumps CA_STATS_ABI_VERSION; readers reject versions
+ * outside CA_STATS_ABI_VERSION_MIN..CA_STATS_ABI_VERSION. docs/stats.md describes the protocol.
  *
  * Concurrency: the writer updates 64-bit fields with atomic stores. Each record is guarded by a
  * seqlock (seq odd while the writer is inside; readers retry on an odd or changed value). The
@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
-#define CA_STATS_ABI_VERSION 1u
+/* Version 2 gave meaning to two of version 1's spare record words (the device's memory as the
+ * driver reports it); the layout is the same, so a version 1 segment still reads, without them. */
+#define CA_STATS_ABI_VERSION 2u
+#define CA_STATS_ABI_VERSION_MIN 1u
 #define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
 #define CA_STATS_DEFAULT_DIR "/dev/shm"
 #define CA_STATS_DIR_ENV "CACHEALLOC_SHM_DIR"
@@ -75,13 +78,17 @@ typedef struct ca_stats_values {
 enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
 #undef CA_STATS_COUNT_FIELD_
 
-/* One device. seq is the seqlock word; in_use is 0 for a slot the process never used. */
+/* One device. seq is the seqlock word; in_use is 0 for a slot the process never used.
+ * mem_*: the device's total and free memory as the driver (runtime) answered the monitor
+ * thread at its last period; 0 total: not known yet, or the question failed (version 2). */
 typedef struct ca_stats_record {
     uint64_t seq;
     uint32_t device;
     uint32_t in_use;
     ca_stats_values v;
-    uint64_t spare[3];
+    uint64_t mem_total_bytes;
+    uint64_t mem_free_bytes;
+    uint64_t spare[1];
 } ca_stats_record;
 
 typedef struct ca_stats_header {
@@ -108,6 +115,8 @@ typedef struct ca_stats_header {
 
 _Static_assert(sizeof(ca_stats_values) == CA_STATS_NFIELDS * 8, "values are packed u64");
 _Static_assert(offsetof(ca_stats_record, v) == 16, "record layout");
+_Static_assert(offsetof(ca_stats_record, mem_total_bytes) == 168, "record layout");
+_Static_assert(offsetof(ca_stats_record, mem_free_bytes) == 176, "record layout");
 _Static_assert(sizeof(ca_stats_record) == 192, "record size");
 _Static_assert(offsetof(ca_stats_header, abi_version) == 8, "header layout");
 _Static_assert(offsetof(ca_stats_header, device_capacity) == 20, "header layout");

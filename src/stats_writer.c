@@ -30,10 +30,16 @@ typedef struct writer_state {
     ca_stats_header *hdr;
     size_t size;
     unsigned gen; /* the generation this segment belongs to */
+    /* The device memory the monitor thread last asked for, published by every snapshot, so
+     * that a publication from the program's own thread never calls the device (atomic). */
+    uint64_t mem_total[CA_STATS_DEVICE_CAPACITY];
+    uint64_t mem_free[CA_STATS_DEVICE_CAPACITY];
+    unsigned char in_use[CA_STATS_DEVICE_CAPACITY]; /* as the last snapshot saw them */
 } writer_state;
 
 /* lock: start/stop. pub_lock: every write of records (short; never across a blocking call).
- * rec_lock: a reclaim in flight, so that stop can wait for it before unmapping. The monitor
+ * rec_lock: a reclaim or a device memory question in flight (the source's calls that reach the
+ * device), so that stop can wait for it before unmapping and the source is not called after. The monitor
  * checks g_gen after taking pub_lock or rec_lock: a changed generation means "stopped, leave". */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_pub_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -146,7 +152,8 @@ static void put64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_REL
 
 /* Seqlock write of one record: odd while inside, even when done. One writer at a time
  * (g_pub_lock). */
-static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int in_use)
+static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int in_use,
+                         uint64_t mem_total, uint64_t mem_free)
 {
     uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
@@ -156,6 +163,8 @@ static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int
 #define CA_PUT_FIELD_(name, kind, help) put64(&r->v.name, s->name);
     CA_STATS_FIELDS(CA_PUT_FIELD_)
 #undef CA_PUT_FIELD_
+    put64(&r->mem_total_bytes, mem_total);
+    put64(&r->mem_free_bytes, mem_free);
     __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -179,7 +188,10 @@ static void publish_locked(writer_state *st)
         int in_use = st->src.read_device && st->src.read_device(st->src.ctx, dev, &s) != 0;
         if (!in_use)
             memset(&s, 0, sizeof s);
-        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use);
+        __atomic_store_n(&st->in_use[dev], (unsigned char)in_use, __ATOMIC_RELAXED);
+        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use,
+                     in_use ? __atomic_load_n(&st->mem_total[dev], __ATOMIC_RELAXED) : 0,
+                     in_use ? __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED) : 0);
     }
     /* device_used only grows: a reader never loses sight of a device it has seen. */
     if ((unsigned)count > used)
@@ -219,6 +231,31 @@ static int serve_reclaim(writer_state *st)
     return 1;
 }
 
+/* Ask the device for its memory, for every device the last snapshot saw in use. A failed
+ * question publishes 0 (unknown) rather than an old answer. Returns 0 when the segment was
+ * stopped. */
+static int refresh_mem(writer_state *st)
+{
+    if (st->src.mem_info == NULL)
+        return 1;
+    pthread_mutex_lock(&g_rec_lock);
+    if (current_gen() != st->gen) {
+        pthread_mutex_unlock(&g_rec_lock);
+        return 0;
+    }
+    for (unsigned dev = 0; dev < CA_STATS_DEVICE_CAPACITY; dev++) {
+        if (!__atomic_load_n(&st->in_use[dev], __ATOMIC_RELAXED))
+            continue;
+        uint64_t free_b = 0, total_b = 0;
+        if (st->src.mem_info(st->src.ctx, (int)dev, &free_b, &total_b) != 0 || free_b > total_b)
+            free_b = total_b = 0;
+        __atomic_store_n(&st->mem_total[dev], total_b, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->mem_free[dev], free_b, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&g_rec_lock);
+    return 1;
+}
+
 static void *monitor_main(void *arg)
 {
     writer_state *st = arg;
@@ -226,7 +263,7 @@ static void *monitor_main(void *arg)
         struct timespec ts = {0, MONITOR_PERIOD_NS};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
-        if (current_gen() != st->gen)
+        if (current_gen() != st->gen || !refresh_mem(st))
             break;
         publish_if_current(st);
         if (!serve_reclaim(st))
@@ -345,8 +382,9 @@ void ca_stats_stop(void)
     pthread_mutex_unlock(&g_pub_lock);
     remove_segment();
 
-    /* A reclaim in flight may still write the answer: wait for it a little, and if it does
-     * not finish, leave the mapping in place rather than pull it from under the thread. */
+    /* A reclaim in flight may still write the answer (and a device memory question still
+     * be inside the source): wait for it a little, and if it does not finish, leave the
+     * mapping in place rather than pull it from under the thread. */
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += STOP_WAIT_S;

@@ -8,12 +8,16 @@
 #include "arena.h"
 
 /* Where the numbers come from (the shim passes the arena). Callbacks run on the monitor thread
- * and on callers of ca_stats_publish; they must be thread-safe. */
+ * and on callers of ca_stats_publish; they must be thread-safe. mem_info (may be NULL) asks the
+ * device itself: it is called on the monitor thread only, once a period for each device in
+ * use, never by ca_stats_publish, so a program's own thread never pays for it. */
 typedef struct ca_stats_source {
     void *ctx;
     int (*device_count)(void *ctx);                            /* device slots in use      */
     int (*read_device)(void *ctx, int dev, ca_dev_stats *out); /* 0 if dev unused          */
     uint64_t (*reclaim)(void *ctx, int dev);                   /* dev<0: all; bytes freed  */
+    int (*mem_info)(void *ctx, int dev, uint64_t *free_bytes,
+                    uint64_t *total_bytes);                     /* 0 on success             */
 } ca_stats_source;
 
 /* Create this process's segment and start the monitor thread; idempotent; 0 on success.

@@ -42,7 +42,8 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
     memcpy(h, buf, sizeof *h);
     if (h->magic != CA_STATS_MAGIC)
         return fail(why, whylen, "bad magic (not a cachealloc segment, or still starting)");
-    if (h->abi_version != CA_STATS_ABI_VERSION)
+    /* Version 1's layout is version 2's: it only lacks the device memory (seg_parse). */
+    if (h->abi_version < CA_STATS_ABI_VERSION_MIN || h->abi_version > CA_STATS_ABI_VERSION)
         return fail(why, whylen, "unsupported ABI version");
     if (h->header_size != sizeof *h)
         return fail(why, whylen, "unexpected header size");
@@ -89,6 +90,7 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
     out->start_time = h.start_time;
     out->heartbeat_ns = h.heartbeat_ns;
     out->publish_count = h.publish_count;
+    out->abi_version = h.abi_version;
     copy_field(out->api, h.api, sizeof out->api);
     copy_field(out->config, h.config, sizeof out->config);
     copy_field(out->cmdline, h.cmdline, sizeof out->cmdline);
@@ -112,6 +114,13 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
         top_dev *d = &out->dev[out->ndev++];
         d->device = rec.device;
         d->v = rec.v;
+        /* Version 1 kept these words spare; a free above the total is no answer either. */
+        if (h.abi_version >= 2 && rec.mem_total_bytes != 0 &&
+            rec.mem_free_bytes <= rec.mem_total_bytes) {
+            d->has_mem = 1;
+            d->mem_total = rec.mem_total_bytes;
+            d->mem_free = rec.mem_free_bytes;
+        }
     }
     return 0;
 }

@@ -11,6 +11,9 @@
 typedef struct top_dev {
     uint32_t device;
     ca_stats_values v;
+    int has_mem;            /* the writer published the device's memory (ABI version 2) */
+    uint64_t mem_total;     /* as the driver reported it to the process; 0 without      */
+    uint64_t mem_free;
 } top_dev;
 
 /* What a reader knows of one process: header strings sanitized to printable ASCII. */
@@ -20,6 +23,7 @@ typedef struct top_proc {
     uint64_t start_time;
     uint64_t heartbeat_ns;
     uint64_t publish_count;
+    unsigned abi_version;
     char api[CA_STATS_API_LEN];
     char config[CA_STATS_CONFIG_LEN];
     char cmdline[CA_STATS_CMDLINE_LEN];

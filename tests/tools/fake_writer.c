@@ -1,9 +1,11 @@
 /* A process that publishes statistics from a fake source, for the cachealloc-top tests.
  *
- *   fake_writer [--devices N] [--mib M] [--api NAME] [--config TEXT]
+ *   fake_writer [--devices N] [--mib M] [--api NAME] [--config TEXT] [--total-mib T]
  *
  * Device d reports reserved = (d + 1) * M MiB, half of it allocated, a quarter cached, a
- * quarter pending; reclaim gives the cached bytes back. Prints "ready <pid>" once the segment
+ * quarter pending; reclaim gives the cached bytes back. Its memory, as a driver would report
+ * it: T MiB in all (default 16384; 0: the question fails), of which an eighth is used by
+ * others and the reserved bytes by this process. Prints "ready <pid>" once the segment
  * exists, then sleeps (never calling the writer again) until SIGTERM or SIGINT, and exits
  * normally so that the atexit handler removes the segment. */
 #include <pthread.h>
@@ -19,6 +21,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_devices = 1;
 static uint64_t g_unit = 1u << 20;
 static uint64_t g_cached[CA_MAX_DEVICES], g_reserved[CA_MAX_DEVICES];
+static uint64_t g_total = (uint64_t)16384 << 20;
 
 static int fake_count(void *ctx)
 {
@@ -71,6 +74,19 @@ static uint64_t fake_reclaim(void *ctx, int dev)
     return freed;
 }
 
+static int fake_mem(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    (void)ctx;
+    if (g_total == 0)
+        return -1;
+    pthread_mutex_lock(&g_lock);
+    uint64_t used = g_total / 8 + g_reserved[dev];
+    pthread_mutex_unlock(&g_lock);
+    *total_bytes = g_total;
+    *free_bytes = used < g_total ? g_total - used : 0;
+    return 0;
+}
+
 static volatile sig_atomic_t g_stop;
 static void on_term(int sig)
 {
@@ -90,6 +106,8 @@ int main(int argc, char **argv)
             api = argv[i + 1];
         else if (!strcmp(argv[i], "--config"))
             config = argv[i + 1];
+        else if (!strcmp(argv[i], "--total-mib"))
+            g_total = strtoull(argv[i + 1], NULL, 10) << 20;
     }
     if (g_devices < 1 || g_devices > CA_MAX_DEVICES)
         g_devices = 1;
@@ -102,7 +120,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim};
+    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem};
     if (ca_stats_start(&src, api, config) != 0) {
         perror("ca_stats_start");
         return 1;

@@ -113,6 +113,37 @@ int main(int argc, char **argv)
         free(b);
     }
     {
+        /* the device's memory: read from version 2, ignored in a version 1 segment (its spare
+         * words), and never trusted when free exceeds total */
+        unsigned char *b = malloc(g_len);
+        memcpy(b, g_valid, g_len);
+        ca_stats_record *r = (ca_stats_record *)(b + sizeof(ca_stats_header));
+        r[0].mem_total_bytes = 8000;
+        r[0].mem_free_bytes = 3000;
+        r[1].mem_total_bytes = 8000;
+        r[1].mem_free_bytes = 9000;
+        top_proc p;
+        char why[128];
+        if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
+            p.abi_version != CA_STATS_ABI_VERSION || !p.dev[0].has_mem ||
+            p.dev[0].mem_total != 8000 || p.dev[0].mem_free != 3000 || p.dev[1].has_mem) {
+            fprintf(stderr, "FAIL device memory of a version 2 record read wrongly\n");
+            g_failures++;
+        }
+        top_proc_clear(&p);
+        ((ca_stats_header *)b)->abi_version = 1;
+        if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
+            p.abi_version != 1 || p.dev[0].has_mem || p.dev[0].mem_total != 0 ||
+            p.dev[0].v.reserved_bytes != 1u << 20) {
+            fprintf(stderr, "FAIL a version 1 segment is not read without device memory\n");
+            g_failures++;
+        }
+        top_proc_clear(&p);
+        free(b);
+    }
+    with_u32("version 0", offsetof(ca_stats_header, abi_version), 0, 0);
+    with_u32("next version", offsetof(ca_stats_header, abi_version), CA_STATS_ABI_VERSION + 1, 0);
+    {
         /* a torn record (odd seq) is skipped, not trusted */
         unsigned char *b = malloc(g_len);
         memcpy(b, g_valid, g_len);

@@ -32,7 +32,9 @@ static void check_one(const uint8_t *buf, size_t size)
             if (*c < 0x20 || *c == 0x7f)
                 __builtin_trap();
         for (unsigned i = 0; i < p.ndev; i++)
-            if (p.dev[i].device >= TEMPLATE_RECORDS * 256u)
+            if (p.dev[i].device >= TEMPLATE_RECORDS * 256u ||
+                (p.dev[i].has_mem && (p.dev[i].mem_total == 0 ||
+                                      p.dev[i].mem_free > p.dev[i].mem_total)))
                 __builtin_trap();
         top_proc_clear(&p);
     } else if (why[0] == '\0') {

@@ -54,7 +54,7 @@ def test_bad_headers_skipped(env):
         2: with_pid(FAKE_PID + 2)[:100],                          # truncated header
         3: with_pid(FAKE_PID + 3)[:2000],                         # truncated records
         4: put(with_pid(FAKE_PID + 4), OFF_MAGIC, "<Q", 0x1122334455667788),
-        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 2),
+        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 3),      # a newer ABI than ours
         6: put(with_pid(FAKE_PID + 6), OFF_HSIZE, "<I", 64),
         7: put(with_pid(FAKE_PID + 7), OFF_RSIZE, "<I", 1 << 30),
         8: put(with_pid(FAKE_PID + 8), OFF_CAP, "<I", 0xFFFFFFFF),
@@ -62,6 +62,7 @@ def test_bad_headers_skipped(env):
         10: with_pid(12345),                                       # header pid differs from name
         11: put(with_pid(FAKE_PID + 11), OFF_UID, "<I", 4242),     # header uid differs from name
         12: with_pid(FAKE_PID + 12) + bytearray(2 << 20),          # larger than any segment
+        13: put(with_pid(FAKE_PID + 13), OFF_VERSION, "<I", 0),
     }
     for n, data in cases.items():
         write_seg(env, FAKE_PID + n, data)

@@ -61,7 +61,28 @@ static uint64_t src_reclaim(void *ctx, int dev)
     return __atomic_exchange_n(&g_cached, 0, __ATOMIC_ACQ_REL);
 }
 
-static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim};
+/* The device memory question: 8 GiB total, free falling with k; it notes any call from a
+ * thread other than the monitor's (the test's own thread) and any for an unused device. */
+static pthread_t g_main;
+static int g_mem_calls, g_mem_on_main, g_mem_bad_dev; /* atomic */
+static int g_mem_fail;                                /* atomic */
+
+static int src_mem(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    (void)ctx;
+    __atomic_fetch_add(&g_mem_calls, 1, __ATOMIC_RELAXED);
+    if (pthread_equal(pthread_self(), g_main))
+        __atomic_fetch_add(&g_mem_on_main, 1, __ATOMIC_RELAXED);
+    if (dev != 0)
+        __atomic_fetch_add(&g_mem_bad_dev, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&g_mem_fail, __ATOMIC_ACQUIRE))
+        return -1;
+    *total_bytes = UINT64_C(8) << 30;
+    *free_bytes = (UINT64_C(3) << 30) - __atomic_load_n(&g_k, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
+static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem};
 static char g_dir[] = "/tmp/ca-stats-test.XXXXXX";
 
 static void seg_name(int pid, char *buf, size_t len)
@@ -97,6 +118,7 @@ static void sleep_ms(long ms)
 static int group_setup(void **state)
 {
     (void)state;
+    g_main = pthread_self();
     if (!mkdtemp(g_dir))
         return -1;
     setenv(CA_STATS_DIR_ENV, g_dir, 1);
@@ -185,6 +207,40 @@ static void test_monitor_publishes_and_beats(void **state)
     }
     top_proc_clear(&a);
     assert_true(seen);
+}
+
+/* The device's memory is asked for by the monitor thread alone, for used devices only, and
+ * published with every snapshot; a failed question publishes "unknown" (0), not old numbers. */
+static void test_device_memory_from_monitor_only(void **state)
+{
+    (void)state;
+    __atomic_store_n(&g_k, 5, __ATOMIC_RELEASE);
+    int seen = 0;
+    for (int i = 0; i < 100 && !seen; i++) {
+        ca_stats_publish(); /* the program's own thread publishing: never asks the device */
+        sleep_ms(50);
+        top_proc p;
+        assert_int_equal(read_self(&p), 0);
+        seen = p.abi_version == CA_STATS_ABI_VERSION && p.ndev == 1 && p.dev[0].has_mem &&
+               p.dev[0].mem_total == UINT64_C(8) << 30 &&
+               p.dev[0].mem_free == (UINT64_C(3) << 30) - 5;
+        top_proc_clear(&p);
+    }
+    assert_true(seen);
+    assert_true(__atomic_load_n(&g_mem_calls, __ATOMIC_RELAXED) > 0);
+    assert_int_equal(__atomic_load_n(&g_mem_on_main, __ATOMIC_RELAXED), 0);
+    assert_int_equal(__atomic_load_n(&g_mem_bad_dev, __ATOMIC_RELAXED), 0);
+    __atomic_store_n(&g_mem_fail, 1, __ATOMIC_RELEASE);
+    int unknown = 0;
+    for (int i = 0; i < 100 && !unknown; i++) {
+        sleep_ms(50);
+        top_proc p;
+        assert_int_equal(read_self(&p), 0);
+        unknown = p.ndev == 1 && !p.dev[0].has_mem && p.dev[0].mem_total == 0;
+        top_proc_clear(&p);
+    }
+    __atomic_store_n(&g_mem_fail, 0, __ATOMIC_RELEASE);
+    assert_true(unknown);
 }
 
 static atomic_int g_hammer_stop;
@@ -403,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_header_fields),
         cmocka_unit_test(test_fields_published),
         cmocka_unit_test(test_monitor_publishes_and_beats),
+        cmocka_unit_test(test_device_memory_from_monitor_only),
         cmocka_unit_test(test_seqlock_consistency),
         cmocka_unit_test(test_reader_skips_record_left_odd),
         cmocka_unit_test(test_reclaim_served_by_monitor),
