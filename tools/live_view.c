@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "devices.h"
 #include "format.h"
 #include "reclaim.h"
 #include "rows.h"
@@ -81,51 +82,25 @@ static void refresh_data(view *v)
         select_index(v, 0);
 }
 
-static void draw_bar(int y, int x, int w, uint64_t alloc, uint64_t cached, uint64_t reserved)
-{
-    if (w < 3)
-        return;
-    int inner = w - 2;
-    int a = reserved ? (int)((double)alloc / (double)reserved * inner + 0.5) : 0;
-    int c = reserved ? (int)((double)cached / (double)reserved * inner + 0.5) : 0;
-    if (a > inner)
-        a = inner;
-    if (c > inner - a)
-        c = inner - a;
-    mvaddch(y, x, '[');
-    for (int i = 0; i < inner; i++)
-        addch(i < a ? '|' : i < a + c ? '/' : ' ');
-    addch(']');
-}
-
+/* One bar per device (all live processes together), as nvtop draws them: against the
+ * device's memory where its processes published it (devices.h). */
 static int draw_bars(const view *v, int y)
 {
-    uint64_t res[MAX_BARS] = {0}, al[MAX_BARS] = {0}, ca[MAX_BARS] = {0};
-    int used[MAX_BARS] = {0};
-    for (unsigned i = 0; i < v->nrows; i++) {
-        const top_dev *d = v->rows[i].dev;
-        if (!d || d->device >= MAX_BARS || !v->rows[i].proc->alive)
-            continue;
-        used[d->device] = 1;
-        res[d->device] += d->v.reserved_bytes;
-        al[d->device] += d->v.allocated_bytes;
-        ca[d->device] += d->v.cached_bytes;
+    top_devsum *sums;
+    unsigned n = top_devices_sum(&v->list, &sums);
+    for (unsigned i = 0; i < n && i < MAX_BARS && y < LINES - 3; i++, y++) {
+        char bar[64], text[160];
+        top_device_text(&sums[i], text, sizeof text);
+        int w = COLS - 8 - 2 - (int)strlen(text);
+        if (w > (int)sizeof bar - 3)
+            w = (int)sizeof bar - 3;
+        if (w < 10)
+            w = 10;
+        top_device_bar(&sums[i], w, bar);
+        mvprintw(y, 0, "DEV%-3u %s %.*s", sums[i].device, bar, COLS - w - 10 > 0 ?
+                 COLS - w - 10 : 0, text);
     }
-    for (int d = 0; d < MAX_BARS && y < LINES - 3; d++) {
-        if (!used[d])
-            continue;
-        char a[32], c[32], r[32], text[128];
-        snprintf(text, sizeof text, " %s used + %s cached / %s reserved",
-                 top_human_size(al[d], a, sizeof a), top_human_size(ca[d], c, sizeof c),
-                 top_human_size(res[d], r, sizeof r));
-        mvprintw(y, 0, "DEV%-2d ", d);
-        int w = COLS - 6 - (int)strlen(text);
-        if (w > 60)
-            w = 60;
-        draw_bar(y, 6, w, al[d], ca[d], res[d]);
-        printw("%s", text);
-        y++;
-    }
+    free(sums);
     return y;
 }
 
@@ -139,10 +114,9 @@ static void draw_row(int y, const top_row *r, int selected)
     for (int c = 0; c < COL_COUNT && x < COLS; c++) {
         top_cell(r, (top_col)c, cell, sizeof cell);
         if (c == COL_COMMAND) {
-            if (!r->proc->alive)
-                printw("[dead] ");
-            printw("%.*s", COLS - x - (r->proc->alive ? 0 : 7) > 0 ?
-                   COLS - x - (r->proc->alive ? 0 : 7) : 0, cell);
+            const char *status = top_row_status(r->proc);
+            int room = COLS - x - (int)strlen(status);
+            printw("%s%.*s", status, room > 0 ? room : 0, cell);
         } else {
             mvprintw(y, x, c <= COL_USER || c == COL_API ? "%-*.*s " : "%*.*s ", col_width[c],
                      col_width[c], cell);

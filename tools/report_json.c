@@ -6,6 +6,15 @@ static void field(FILE *out, const char *name, uint64_t v)
     fprintf(out, ",\"%s\":%llu", name, (unsigned long long)v);
 }
 
+/* A number the writer may not have published (an older ABI, or the question failed). */
+static void maybe(FILE *out, const char *name, int known, uint64_t v)
+{
+    if (known)
+        field(out, name, v);
+    else
+        fprintf(out, ",\"%s\":null", name);
+}
+
 void top_report_json(FILE *out, const top_list *l)
 {
     fputs("{\"processes\":[", out);
@@ -15,7 +24,10 @@ void top_report_json(FILE *out, const top_list *l)
         top_json_string(out, p->cmdline);
         fputs(",\"api\":", out);
         top_json_string(out, p->api);
-        fprintf(out, ",\"alive\":%s,\"devices\":[", p->alive ? "true" : "false");
+        fprintf(out, ",\"alive\":%s,\"responding\":%s", p->alive ? "true" : "false",
+                p->responding ? "true" : "false");
+        field(out, "heartbeat_age_ms", p->heartbeat_age_ms);
+        fputs(",\"devices\":[", out);
         for (unsigned k = 0; k < p->ndev; k++) {
             const ca_stats_values *v = &p->dev[k].v;
             fprintf(out, "%s{\"device\":%u", k ? "," : "", p->dev[k].device);
@@ -33,6 +45,8 @@ void top_report_json(FILE *out, const top_list *l)
             field(out, "oom_recoveries", v->oom_recoveries);
             field(out, "oom_failures", v->oom_failures);
             field(out, "largest_free_block_bytes", v->largest_free_block);
+            maybe(out, "device_total_bytes", p->dev[k].has_mem, p->dev[k].mem_total);
+            maybe(out, "device_free_bytes", p->dev[k].has_mem, p->dev[k].mem_free);
             fputc('}', out);
         }
         fputs("]}", out);

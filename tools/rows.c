@@ -112,6 +112,11 @@ void top_rows_sort(top_row *rows, unsigned n, top_col col)
         qsort(rows, n, sizeof *rows, cmp_rows);
 }
 
+const char *top_row_status(const top_proc *p)
+{
+    return !p->alive ? "[dead] " : !p->responding ? "[not responding] " : "";
+}
+
 void top_cell(const top_row *r, top_col c, char *buf, size_t len)
 {
     const top_dev *d = r->dev;

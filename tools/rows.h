@@ -30,6 +30,9 @@ double top_hit_rate(const top_dev *d);
 /* Allocations the cache answered without the driver. */
 uint64_t top_avoided(const top_dev *d);
 
+/* What the tables put before a process's command: "[dead] ", "[not responding] " or "". */
+const char *top_row_status(const top_proc *p);
+
 /* Write the cell of row r, column c into buf (human sizes). */
 void top_cell(const top_row *r, top_col c, char *buf, size_t len);
 

@@ -31,6 +31,8 @@ typedef struct top_proc {
     unsigned nbusy;         /* records skipped: the writer was inside them */
     top_dev *dev;           /* ndev entries (malloc'd; top_proc_clear frees) */
     int alive;              /* set by the scanner, not by the parser */
+    int responding;         /* scanner: alive, and its heartbeat is recent */
+    uint64_t heartbeat_age_ms; /* scanner: how old the heartbeat was when read */
     int removed;            /* the scanner removed the stale segment */
 } top_proc;
 

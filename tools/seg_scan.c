@@ -166,6 +166,16 @@ static int reap(int dirfd, const char *name, const struct stat *judged)
     return unlinkat(dirfd, name, 0) == 0;
 }
 
+/* The writer beats CLOCK_MONOTONIC, which every process of the machine shares (a beat from
+ * the future, as from another time namespace, counts as fresh). */
+static uint64_t heartbeat_age_ms(uint64_t beat_ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return now > beat_ns ? (now - beat_ns) / 1000000u : 0;
+}
+
 static int cmp_pid(const void *a, const void *b)
 {
     const top_proc *x = a, *y = b;
@@ -199,6 +209,8 @@ int top_scan(const char *dir, int pid_filter, int reap_stale, top_list *out, FIL
             continue;
         }
         p.alive = top_pid_alive(p.pid, p.start_time);
+        p.heartbeat_age_ms = heartbeat_age_ms(p.heartbeat_ns);
+        p.responding = p.alive && p.heartbeat_age_ms < TOP_STALE_MS;
         if (!p.alive && reap_stale)
             p.removed = reap(dfd, e->d_name, &st);
         if (out->n == cap) {

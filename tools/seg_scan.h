@@ -11,6 +11,10 @@ typedef struct top_list {
     unsigned n;
 } top_list;
 
+/* A live process whose heartbeat (every 250 ms) is older than this is not responding:
+ * stopped, or its monitor thread stuck in a call. */
+#define TOP_STALE_MS 5000u
+
 /* The directory readers and the writer use: $CACHEALLOC_SHM_DIR, else /dev/shm. */
 const char *top_shm_dir(void);
 
@@ -19,7 +23,7 @@ int top_seg_name(const char *name, unsigned *uid, int *pid);
 
 /* Read every valid segment of dir into out (pid_filter > 0: that pid only). Segments that
  * cannot be validated are skipped with a line on notes (may be NULL). Dead processes are
- * kept with alive = 0; when reap is set, their segments are removed if they are ours (or we
+ * kept with alive = 0, stale ones with responding = 0; when reap is set, their segments are removed if they are ours (or we
  * are root). Returns 0, or -1 when dir cannot be opened. */
 int top_scan(const char *dir, int pid_filter, int reap, top_list *out, FILE *notes);
 

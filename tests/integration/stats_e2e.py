@@ -58,6 +58,15 @@ with tempfile.TemporaryDirectory() as shm:
             fail("allocated %d cached %d" % (d["allocated_bytes"], d["cached_bytes"]))
         if d["alloc_calls"] != 3 or d["free_calls"] != 1 or d["reserved_bytes"] != 192 * MiB:
             fail("calls or reserved wrong")
+        # The device's memory as the real driver (runtime) answers the shim's monitor thread:
+        # the simulated 8 GiB, less the cache's segments.
+        for _ in range(50):
+            d = top_json(env, child.pid)["devices"][0]
+            if d["device_total_bytes"] is not None:
+                break
+            time.sleep(0.1)
+        if d["device_total_bytes"] != 8 << 30 or d["device_free_bytes"] != (8 << 30) - 192 * MiB:
+            fail("device memory %r of %r" % (d["device_free_bytes"], d["device_total_bytes"]))
         # Reclaim from outside, answered by the shim's monitor thread while the program waits.
         r = subprocess.run([top, "--reclaim", str(child.pid)], env=env, capture_output=True,
                            text=True)

@@ -75,7 +75,7 @@ def check(text):
         key = (name, frozenset(parse_labels(labels).items()))
         if key in samples:
             raise ValueError("duplicate sample %r" % line)
-        samples[key] = int(value)
+        samples[key] = float(value) if "." in value else int(value)
     for name, meta in families.items():
         if "HELP" not in meta or "TYPE" not in meta:
             raise ValueError("family %s lacks HELP or TYPE" % name)

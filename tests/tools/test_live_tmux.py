@@ -58,6 +58,9 @@ def test_live_view(env):
         assert wait_until(lambda: len(rows_of(t.screen(), pids)) == 2, 10), t.screen()
         s = t.screen()
         assert "sort: RESERVED" in s and "fake_writer" in s and "DEV0" in s, s
+        # the device bar, against the device's memory once the writers published it
+        assert wait_until(lambda: "used of 16.0 GiB; the cache holds 72.0 MiB" in t.screen(),
+                          10), t.screen()
         # sorted by reserved, biggest first
         assert rows_of(s, pids) == [big, small], s
         # '<' walks back through the columns: RESERVED, API, DEV, USER, PID

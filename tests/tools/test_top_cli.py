@@ -2,6 +2,7 @@
 fake writer processes.  Usage: test_top_cli.py CACHEALLOC_TOP FAKE_WRITER"""
 import os
 import signal
+import struct
 import sys
 import time
 
@@ -11,22 +12,63 @@ import check_openmetrics  # noqa: E402
 from toptest import main, proc_of, wait_until  # noqa: E402
 
 MIB = 1 << 20
+JSON_PROCESS_KEYS = ["pid", "uid", "command", "api", "alive", "responding", "heartbeat_age_ms",
+                     "devices"]
 JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes",
                     "pending_bytes", "peak_reserved_bytes", "peak_allocated_bytes",
                     "alloc_calls", "free_calls", "cache_hits", "driver_alloc_calls",
                     "driver_free_calls", "oom_recoveries", "oom_failures",
-                    "largest_free_block_bytes"]
+                    "largest_free_block_bytes", "device_total_bytes", "device_free_bytes"]
+# Offsets fixed by the static assertions of stats_abi.h.
+OFF_VERSION, OFF_PID, OFF_START, OFF_BEAT = 8, 32, 40, 48
+
+
+def mem_published(env, pid):
+    """Wait for the writer's monitor thread to publish its devices' memory (every 250 ms)."""
+    def ready():
+        p = proc_of(env.json(), pid)
+        return p is not None and all(d["device_total_bytes"] for d in p["devices"])
+    assert wait_until(ready), "no device memory published by %d" % pid
+
+
+def my_start_time():
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def as_this_process(env, pid, **patch):
+    """A copy of pid's segment that names this (live) test process, patched; returns the pid."""
+    with open(env.seg_path(pid), "rb") as f:
+        data = bytearray(f.read())
+    me = os.getpid()
+    struct.pack_into("<QQ", data, OFF_PID, me, my_start_time())
+    if "version" in patch:
+        struct.pack_into("<I", data, OFF_VERSION, patch["version"])
+    if "beat_ns" in patch:
+        struct.pack_into("<Q", data, OFF_BEAT, patch["beat_ns"])
+    path = env.seg_path(me)
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+    return me
+
+
+def table_rows(out, pid):
+    """The --once table rows of pid (the device bar lines above the table start with DEV)."""
+    return [line.split() for line in out.splitlines() if line.split()[:1] == [str(pid)]]
 
 
 def test_json_shape_and_values(env):
     _, a = env.writer("--devices", 2, "--mib", 64)
     _, b = env.writer("--devices", 1, "--mib", 8, "--api", "hip")
+    mem_published(env, a)
     doc = env.json()
     assert list(doc.keys()) == ["processes"]
     pa, pb = proc_of(doc, a), proc_of(doc, b)
     assert pa and pb, doc
-    assert list(pa.keys()) == ["pid", "uid", "command", "api", "alive", "devices"], pa.keys()
+    assert list(pa.keys()) == JSON_PROCESS_KEYS, pa.keys()
     assert pa["uid"] == os.geteuid() and pa["alive"] is True and pa["api"] == "cuda"
+    assert pa["responding"] is True and 0 <= pa["heartbeat_age_ms"] < 5000, pa
     assert pb["api"] == "hip"
     assert "fake_writer" in pa["command"] and "--mib 64" in pa["command"], pa["command"]
     assert [d["device"] for d in pa["devices"]] == [0, 1]
@@ -37,6 +79,9 @@ def test_json_shape_and_values(env):
     assert d1["alloc_calls"] == 2000 and d1["driver_alloc_calls"] == 20
     assert d1["cache_hits"] == 1980 and d1["oom_recoveries"] == 3 and d1["oom_failures"] == 1
     assert d1["largest_free_block_bytes"] == 32 * MIB and d1["peak_reserved_bytes"] == 128 * MIB
+    # the device as the writer's driver reports it: 16 GiB, an eighth used by others
+    assert d1["device_total_bytes"] == 16384 * MIB, d1
+    assert d1["device_free_bytes"] == (16384 - 2048 - 128) * MIB, d1
 
 
 def test_pid_filter(env):
@@ -48,16 +93,26 @@ def test_pid_filter(env):
 
 
 def test_once_table(env):
-    _, a = env.writer("--devices", 2, "--mib", 64)
+    _, a = env.writer("--devices", 2, "--mib", 64, "--total-mib", 1024)
+    mem_published(env, a)
     out = env.run("--once").stdout
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["PID", "USER", "DEV", "API"], lines[0]
-    rows = [line.split() for line in lines[1:] if line.split()[0] == str(a)]
+    header = [i for i, line in enumerate(lines) if line.split()[:4] == ["PID", "USER", "DEV", "API"]]
+    assert len(header) == 1, out
+    rows = table_rows(out, a)
     assert len(rows) == 2, out
     assert rows[0][2] == "0" and rows[1][2] == "1"
     assert " ".join(rows[1][4:6]) == "128 MiB", out  # reserved of device 1, human size
     assert "fake_writer" in out
     assert "99.0" in out  # hit rate: 990 of 1000
+    # above the table, a bar per device against the device's memory, as nvtop draws it:
+    # device 1 of 1 GiB: 64 MiB allocated (|), 64 MiB cached and pending (/), 128 MiB used by
+    # others (#), 40 characters wide
+    bars = lines[:header[0]]
+    assert bars[-1] == "" and len(bars) == 3, out
+    assert bars[1] == ("DEV1   [|||///####" + " " * 30 + "] 256 MiB used of 1.00 GiB; "
+                       "the cache holds 128 MiB (12.5%), 64.0 MiB of it free"), bars[1]
+    assert bars[0].startswith("DEV0   [") and "192 MiB used of 1.00 GiB" in bars[0], bars[0]
 
 
 def test_prometheus(env):
@@ -74,6 +129,13 @@ def test_prometheus(env):
     assert get("cachealloc_reserved_bytes", 1) == 32 * MIB
     assert get("cachealloc_alloc_calls_total", 0) == 1000
     assert get("cachealloc_oom_recoveries_total", 1) == 3
+    mem_published(env, a)
+    samples = check_openmetrics.check(env.run("--prometheus").stdout)
+    assert get("cachealloc_device_total_bytes", 1) == 16384 * MIB
+    assert get("cachealloc_device_free_bytes", 1) == (16384 - 2048 - 32) * MIB
+    by_pid = {(n, dict(lab)["pid"]): v for (n, lab), v in samples.items()}
+    assert by_pid[("cachealloc_responding", str(a))] == 1, by_pid
+    assert 0 <= by_pid[("cachealloc_heartbeat_age_seconds", str(a))] < 5
     assert "# TYPE cachealloc_reserved_bytes gauge" in text
     assert "# TYPE cachealloc_alloc_calls counter" in text
     # the checker itself rejects broken text
@@ -142,8 +204,7 @@ def test_killed_writer_is_dead_then_cleaned(env):
     p2.kill()
     p2.wait()
     out = env.run("--once").stdout
-    line = [l for l in out.splitlines() if l.split()[0] == str(c)][0]
-    assert "dead" in line, out
+    assert "[dead]" in " ".join(table_rows(out, c)[0]), out
     # and --prometheus leaves dead processes out
     p3, d = env.writer()
     p3.kill()
@@ -178,6 +239,46 @@ def test_terminated_writer_removes_segment(env):
     assert not os.path.exists(env.seg_path(a))
 
 
+def test_stale_heartbeat_not_responding(env):
+    """A live process whose last snapshot is 10 s old is shown as not responding everywhere,
+    and keeps its numbers; a writer whose monitor thread beats is responding."""
+    _, a = env.writer()
+    mem_published(env, a)
+    me = as_this_process(env, a, beat_ns=time.monotonic_ns() - 10 * 10**9)
+    doc = env.json()
+    p, w = proc_of(doc, me), proc_of(doc, a)
+    assert p["alive"] is True and p["responding"] is False, p
+    assert p["heartbeat_age_ms"] >= 10000 and p["devices"][0]["reserved_bytes"] == MIB, p
+    assert w["responding"] is True, w
+    out = env.run("--once").stdout
+    assert "[not responding]" in " ".join(table_rows(out, me)[0]), out
+    assert "[not responding]" not in " ".join(table_rows(out, a)[0]), out
+    samples = check_openmetrics.check(env.run("--prometheus").stdout)
+    by_pid = {(n, dict(lab)["pid"]): v for (n, lab), v in samples.items()}
+    assert by_pid[("cachealloc_responding", str(me))] == 0, by_pid
+    assert by_pid[("cachealloc_heartbeat_age_seconds", str(me))] >= 10
+    assert os.path.exists(env.seg_path(me))  # not responding is not dead: never reaped
+
+
+def test_version1_segment_without_device_memory(env):
+    """A segment of ABI version 1 (the previous one) is shown, without the device memory its
+    spare words might hold."""
+    _, a = env.writer("--mib", 32)
+    mem_published(env, a)
+    me = as_this_process(env, a, version=1)
+    doc = env.json()
+    old, new = proc_of(doc, me)["devices"][0], proc_of(doc, a)["devices"][0]
+    assert old["device_total_bytes"] is None and old["device_free_bytes"] is None, old
+    assert new["device_total_bytes"] == 16384 * MIB, new
+    assert old["reserved_bytes"] == new["reserved_bytes"] == 32 * MIB
+    assert 'pid="%d"' % me not in "\n".join(
+        l for l in env.run("--prometheus").stdout.splitlines() if "device_total" in l)
+    # a device only version 1 processes use has a bar against the reserved bytes
+    os.remove(env.seg_path(a))
+    out = env.run("--once").stdout
+    assert "(device memory not published)" in out.splitlines()[0], out
+
+
 def test_empty_and_missing_dir(env):
     assert env.json() == {"processes": []}
     env.env["CACHEALLOC_SHM_DIR"] = os.path.join(env.dir, "missing")
@@ -193,4 +294,5 @@ if __name__ == "__main__":
           test_prometheus_escapes_command, test_reclaim_lowers_reserved,
           test_reclaim_without_answer_fails, test_killed_writer_is_dead_then_cleaned,
           test_reused_pid_is_dead, test_terminated_writer_removes_segment,
+          test_stale_heartbeat_not_responding, test_version1_segment_without_device_memory,
           test_empty_and_missing_dir], sys.argv)
