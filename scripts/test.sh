@@ -6,6 +6,8 @@
 #   scripts/test.sh --fuzz       clang build in build-fuzz/: the fuzz and tools suites, each
 #                                libFuzzer target for FUZZ_SECONDS (default 30)
 # Extra arguments after the option go to `meson test` (e.g. --suite unit).
+# The install is tested too: `meson install --destdir` into a temporary directory, then the
+# installed launcher on a CUDA program (test install-destdir, suite tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
