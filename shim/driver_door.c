@@ -175,6 +175,11 @@ ca_runtime *ca_drv_runtime(void)
     return ca_runtime_by_slot(drv_rt.slot);
 }
 
+ca_runtime *ca_drv_descriptor(void)
+{
+    return &drv_rt;
+}
+
 #define PUT(field, value)                                    \
     do {                                                     \
         void *p_ = (value);                                  \

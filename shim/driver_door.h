@@ -14,4 +14,8 @@ void *ca_drv_served_dlsym(int i, void *handle, const char *name);
 struct ca_runtime;
 struct ca_runtime *ca_drv_runtime(void);
 
+/* The CUDA driver's descriptor at any time, for entry points of the door's own that go
+ * through front.c (pluggable.c): front.c opens it at their first call. */
+struct ca_runtime *ca_drv_descriptor(void);
+
 #endif
