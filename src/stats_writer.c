@@ -308,15 +308,21 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
     size_t size = sizeof(ca_stats_header) + CA_STATS_DEVICE_CAPACITY * sizeof(ca_stats_record);
     writer_state *st = calloc(1, sizeof *st);
     int fd = st ? create_segment() : -1;
+    int err = fd < 0 ? errno : 0;
     void *map = MAP_FAILED;
     if (fd >= 0) {
         if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)size) == 0)
             map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        err = map == MAP_FAILED ? errno : 0;
         close(fd);
         if (map == MAP_FAILED)
             remove_segment();
     }
     if (map == MAP_FAILED) {
+        /* Once per process: the program runs on, served, without statistics. */
+        fprintf(stderr, "cachealloc: cannot create the statistics segment %s (%s); running "
+                        "without statistics (CACHEALLOC_STATS=0 silences this)\n",
+                g_path[0] ? g_path : "(no name)", strerror(err ? err : ENOMEM));
         free(st);
         g_failed = 1;
         pthread_mutex_unlock(&g_lock);
