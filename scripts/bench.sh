@@ -229,6 +229,53 @@ if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
     done
 fi
 
+# ------------------------------------------ the pair through the shim: instructions and threads
+# Cache-hit pairs of 1 MiB through NVIDIA's runtime (static, shared) or the driver API, the
+# shim and the arena, on the simulated driver. Callgrind with N and 2N pairs: per pair in total
+# and inside libcachealloc.so alone (callgrind_objects.py sums its functions' own cost).
+pairs_dir=$builddir/tests/bench
+cgobj="python3 $repo/tests/bench/callgrind_objects.py"
+pair_vars=("LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64" CACHEALLOC_STATS=0)
+shim_env=(env "${pair_vars[@]}")
+declare -A pair_total pair_shim pair_rate
+through_shim=0
+if [ -x "$pairs_dir/bench-pairs-static" ]; then
+    through_shim=1
+    if [ "$have_valgrind" = 1 ]; then
+        for kind in static shared driver; do
+            for api in plain async; do
+                t=() o=()
+                for n in 20000 40000; do
+                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" valgrind --tool=callgrind
+                         --callgrind-out-file="$tmp/pairs.cg" "$pairs_dir/bench-pairs-$kind"
+                         --api "$api" --pairs "$n")
+                    commands+=("${cmd[*]}")
+                    "${cmd[@]}" >/dev/null 2>"$tmp/pairs.err"
+                    t+=("$($cgobj "$tmp/pairs.cg" --total)")
+                    o+=("$($cgobj "$tmp/pairs.cg" --object libcachealloc)")
+                done
+                pair_total[$kind.$api]=$(( (t[1] - t[0]) / 20000 ))
+                pair_shim[$kind.$api]=$(( (o[1] - o[0]) / 20000 ))
+            done
+        done
+    fi
+    # Pairs per second: the static build through the shim with 1..8 threads, and the plain
+    # runtime (no shim) with one, for the ratio.
+    for api in plain async; do
+        for threads in 1 2 4 8; do
+            cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static" --api "$api"
+                 --threads "$threads" --pairs $((200000 / threads)))
+            commands+=("${cmd[*]}")
+            "${cmd[@]}" >"$tmp/pairs.out"
+            pair_rate[$api.$threads]=$(val pairs_per_s "$tmp/pairs.out")
+        done
+        cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-static" --api "$api" --pairs 2000)
+        commands+=("${cmd[*]}")
+        "${cmd[@]}" >"$tmp/pairs.out"
+        pair_rate[$api.plainrt]=$(val pairs_per_s "$tmp/pairs.out")
+    done
+fi
+
 # ---------------------------------------------------------------- trace replays
 # Commands are built as strings, to be printed as run: paths must not contain spaces.
 simmem=${SIMDEV_MEMORY:-80G}
@@ -351,6 +398,32 @@ echo "  during the replay; pages: 2 MiB pages created (cuMemCreate), each also m
 echo "  (expandable segments); frag = 1 - peak live / peak reserved over every pass; after pass"
 echo "  1, 2: driver calls (allocations + frees + maps + unmaps) / device syncs in the later passes."
 echo
+if [ "$through_shim" = 1 ]; then
+    echo "The pair through the shim: cache hits of 1 MiB, NVIDIA's runtime (or the driver API),"
+    echo "the shim and the arena, on the simulated driver. Instructions per pair (callgrind, 20,000"
+    echo "and 40,000 pairs), in total and inside libcachealloc.so; targets: 150 plain, 200 async."
+    printf '  %-22s %14s %18s\n' "build, API" "total/pair" "libcachealloc/pair"
+    for kind in static shared driver; do
+        for api in plain async; do
+            printf '  %-22s %14s %18s\n' "$kind, $api" "${pair_total[$kind.$api]:--}" \
+                "${pair_shim[$kind.$api]:--}"
+        done
+    done
+    echo "Pairs per second, static build through the shim (each thread on its own non-blocking"
+    echo "stream for the async API, the default stream for the plain one); ratio to one thread;"
+    echo "the plain runtime without the shim, one thread, for comparison."
+    for api in plain async; do
+        one=${pair_rate[$api.1]}
+        line="  $api:"
+        for threads in 1 2 4 8; do
+            r=${pair_rate[$api.$threads]}
+            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="$one" 'BEGIN { printf "%.2fx", r / o }'))"
+        done
+        echo "$line; plain runtime ${pair_rate[$api.plainrt]}/s" \
+            "($(awk -v r="$one" -v p="${pair_rate[$api.plainrt]}" 'BEGIN { printf "%.0fx", r / p }') faster under the cache)"
+    done
+    echo
+fi
 loop_section
 
 echo "A process that never uses a GPU ($inert_runs runs each, median wall time):"
