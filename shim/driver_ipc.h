@@ -1,0 +1,11 @@
+/* Interprocess memory at the CUDA door (driver_ipc.c): cuIpcGetMemHandle is served there. */
+#ifndef CACHEALLOC_SHIM_DRIVER_IPC_H
+#define CACHEALLOC_SHIM_DRIVER_IPC_H
+
+#include "runtime.h"
+
+/* 1 when rt is the CUDA door of a process that exported one of the cache's blocks: its plain
+ * allocations are then driver allocations of their own, which export correctly. */
+int ca_drv_ipc_dedicated(const ca_runtime *rt);
+
+#endif
