@@ -40,6 +40,16 @@ int ca_drv_ipc_dedicated(const ca_runtime *rt)
     return rt == atomic_load_explicit(&dedicated, memory_order_relaxed);
 }
 
+ca_rt_err ca_drv_ipc_malloc(ca_runtime *rt, void **ptr, size_t size)
+{
+    ca_rt_err e = rt->fn.malloc(ptr, size);
+    /* Blocks freed since the first export came back to the cache, which no plain allocation
+     * takes from any more: what it holds must not make the device look full. */
+    if (e == rt->codes.out_of_memory && ca_reclaim(rt->arena, -1) > 0)
+        e = rt->fn.malloc(ptr, size);
+    return e;
+}
+
 static get_handle_fn real_get_handle(void)
 {
     void *p = ca_drv_lookup("cuIpcGetMemHandle", 4010, CUABI_GPA_LEGACY, "cuIpcGetMemHandle");

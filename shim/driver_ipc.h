@@ -8,4 +8,8 @@
  * allocations are then driver allocations of their own, which export correctly. */
 int ca_drv_ipc_dedicated(const ca_runtime *rt);
 
+/* A dedicated allocation of such a process: the real call, repeated once after the cache gave
+ * back what it holds unused when the device is full. */
+ca_rt_err ca_drv_ipc_malloc(ca_runtime *rt, void **ptr, size_t size);
+
 #endif

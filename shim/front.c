@@ -84,7 +84,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
     if (ca_drv_ipc_dedicated(rt)) /* a process that exported a block: driver_ipc.c */
-        return rt->fn.malloc(ptr, size);
+        return ca_drv_ipc_malloc(rt, ptr, size);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)

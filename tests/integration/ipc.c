@@ -12,6 +12,7 @@
 
 #define SIZE 4096
 #define BIG (16 << 20) /* a large block: a segment of its own */
+#define BIG_FREED (40 << 20)
 
 static unsigned char byte_of(int seed, size_t i)
 {
@@ -76,10 +77,32 @@ static int export_checked(void *d, int seed, int plain_importer)
     return 0;
 }
 
+/* Run on a 64 MiB device: after the process's first export, a block freed into the cache must
+ * not make the device look full to the plain allocations that no longer come from the cache. */
+static int device_full_after_export(void)
+{
+    void *x = NULL, *a = NULL, *b = NULL, *y = NULL;
+    gpuIpcMemHandle_t h;
+    CHECK(gpuMalloc(&x, BIG_FREED));
+    CHECK(gpuMalloc(&a, SIZE));
+    CHECK(gpuMalloc(&b, SIZE));
+    if (gpuIpcGetMemHandle(&h, b) != gpuSuccess)
+        (void)gpuGetLastError();
+    CHECK(gpuFree(x));
+    CHECK(gpuMalloc(&y, BIG_FREED));
+    CHECK(gpuFree(y));
+    CHECK(gpuFree(a));
+    CHECK(gpuFree(b));
+    puts("ipc: a block freed after the export made room for a dedicated allocation");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4)
         return importer(argv[2], atoi(argv[3]));
+    if (argc > 1 && strcmp(argv[1], "full") == 0)
+        return device_full_after_export();
     int plain_importer = argc > 1 && strcmp(argv[1], "plain") == 0;
     void *a = NULL, *b = NULL, *c = NULL, *big = NULL;
     CHECK(gpuMalloc(&a, SIZE));
