@@ -24,6 +24,7 @@ typedef struct CUstream_st *cuabi_stream_t;
 typedef struct CUctx_st *cuabi_context_t;
 typedef struct CUmemPoolHandle_st *cuabi_mempool_t;
 struct CUmemAccessDesc_st;
+struct CUipcMemHandle_st;
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
@@ -92,6 +93,8 @@ typedef struct cuabi_access_desc {
       (cuabi_mempool_t pool, const struct CUmemAccessDesc_st *map, size_t count))             \
     X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUABI_GPA_LEGACY, cuMemPoolTrimTo,           \
       (cuabi_mempool_t pool, size_t minBytesToKeep))                                          \
+    X(cuIpcGetMemHandle, "cuIpcGetMemHandle", 4010, CUABI_GPA_LEGACY, cuIpcGetMemHandle,     \
+      (struct CUipcMemHandle_st * pHandle, cuabi_deviceptr dptr))                             \
     X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
       (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \

@@ -3,6 +3,7 @@
  * runtime's last error are exactly the runtime's own. */
 #include <stdint.h>
 
+#include "driver_ipc.h"
 #include "front.h"
 #include "init.h"
 #include "public_internal.h"
@@ -82,6 +83,8 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
         return CA_CLOSED(rt, malloc, (ptr, size));
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
+    if (ca_drv_ipc_dedicated(rt)) /* a process that exported a block: driver_ipc.c */
+        return ca_drv_ipc_malloc(rt, ptr, size);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)

@@ -165,6 +165,20 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
 /* Look up a live allocation: its device and usable size. 0 when ptr is not a live block. */
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
 
+/* Where an address lies in the arena's segments (arena_locate.c): the segment holding it and
+ * the block of that segment that holds it. */
+typedef struct ca_place {
+    int dev;
+    uintptr_t seg_base;
+    size_t seg_size;
+    int expandable;  /* a reserved range mapped page by page, not one driver allocation */
+    uintptr_t block; /* the block holding the address, and whether the program holds it */
+    int live;
+} ca_place;
+
+/* Finds the segment holding ptr: 1 with *out filled, 0 when no segment of the arena holds it. */
+int ca_locate(ca_arena *a, const void *ptr, ca_place *out);
+
 /* The program created stream s on dev (nonblocking: it does not synchronize with the legacy
  * stream). The first extra stream of a device switches it from the single-stream fast path
  * to fences, after one device synchronization. */

@@ -625,6 +625,27 @@ static void test_bad_frees_leave_pool_unchanged(void **state)
     must_free(f, s, NULL, CA_API_PLAIN);
 }
 
+/* ca_locate names the segment and block holding any address, interior ones included. */
+static void test_locate(void **state)
+{
+    fixture *f = *state;
+    char *p = must_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
+    char *q = must_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
+    ca_place at;
+    assert_int_equal(ca_locate(f->a, q + 100, &at), 1);
+    assert_int_equal(at.dev, 0);
+    assert_ptr_equal((void *)at.seg_base, p); /* both blocks share the first one's segment */
+    assert_true(at.seg_size >= 8 * KiB);
+    assert_ptr_equal((void *)at.block, q);
+    assert_int_equal(at.live, 1);
+    assert_int_equal(at.expandable, 0);
+    must_free(f, p, NULL, CA_API_PLAIN);
+    assert_int_equal(ca_locate(f->a, p, &at), 1);
+    assert_int_equal(at.live, 0);
+    assert_int_equal(ca_locate(f->a, (void *)0x1234, &at), 0);
+    must_free(f, q, NULL, CA_API_PLAIN);
+}
+
 static void test_two_devices(void **state)
 {
     fixture *f = *state;
@@ -725,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_release_threshold),
         cmocka_unit_test(test_prealloc),
         cmocka_unit_test_setup_teardown(test_bad_frees_leave_pool_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_locate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_reset_forgets, setup, teardown),
         cmocka_unit_test(test_pool_none),

@@ -18,6 +18,8 @@ enum {
     SD_EDIR = 21,
     SD_ENODEV = 100,
     SD_EDEVICE = 101,
+    SD_ECONTEXT = 201, /* CUDA_ERROR_INVALID_CONTEXT, hipErrorInvalidContext */
+    SD_EMAP = 205,     /* CUDA_ERROR_MAP_FAILED, hipErrorMapFailed */
     SD_EHANDLE = 400,
     SD_ENOTREADY = 600,
     SD_EILLEGAL = 700,
@@ -141,6 +143,23 @@ int sd_vmm_unmap(void *ptr, size_t size);
 /* Sets device `dev`'s access to the whole mappings making up [ptr, ptr+size): flags 0 none,
  * 1 read, 3 read-write. SD_EDEVICE for a bad device. */
 int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags);
+
+/* Interprocess memory (cuIpc* / hipIpc*). A handle is 64 bytes laid out as ROCm's
+ * ihipIpcMemHandle_t: 32 opaque bytes naming the exporting process and its allocation, then
+ * the allocation's size and the exported pointer's offset in it (0 unless asked for). */
+#define SD_IPC_HANDLE_SIZE 64
+/* Fills `handle` naming the whole device allocation (made by sd_malloc) that holds p; with
+ * `with_offset` the handle also carries p's offset in it. SD_EINVAL when p is not inside
+ * such an allocation (stream-ordered, pool, VMM, host, imported or unknown memory). */
+int sd_ipc_export(const void *p, void *handle, int with_offset);
+/* Maps the allocation a handle of another process names into the current device's range
+ * and stores its base plus the handle's offset; a handle the calling context already opened
+ * gets the same address and one reference more. SD_EINVAL for a malformed handle,
+ * SD_ECONTEXT for one exported by this process, SD_EMAP when its allocation is gone. */
+int sd_ipc_open(const void *handle, void **p);
+/* Drops one reference of the imported mapping that starts at p (with `inside`: that holds
+ * p), unmapping it at the last, after the device's work. SD_EHANDLE for anything else. */
+int sd_ipc_close(const void *p, int inside);
 
 /* Memory pools (cuMemPool* / hipMemPool*). Pool handles are opaque; codes follow the CUDA
  * driver's docs. Attributes are numbered as CUmemPool_attribute (and hipMemPoolAttr). */

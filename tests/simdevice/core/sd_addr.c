@@ -123,6 +123,25 @@ static uintptr_t gap_from(const struct sd_table *t, uintptr_t from, uintptr_t li
     return 0;
 }
 
+int sd_dev_place(struct sd_device *d, size_t span, uintptr_t *out)
+{
+    int rc = sd_dev_reserve(d);
+    if (rc)
+        return rc;
+    /* A GPU driver places large allocations on 2 MiB boundaries (its page size there). */
+    size_t ps = page_size(), align = span >= SD_BIG_ALIGN ? SD_BIG_ALIGN : ps;
+    uintptr_t end = d->base + d->range;
+    uintptr_t at = gap_from(&d->allocs, d->cursor, end, span + align - ps);
+    if (!at)
+        at = gap_from(&d->allocs, d->base, end, span + align - ps);
+    if (!at)
+        return SD_ENOMEM;
+    at = (at + align - 1) / align * align;
+    d->cursor = at + span >= end ? d->base : at + span;
+    *out = at;
+    return SD_OK;
+}
+
 int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
 {
     int rc = sd_dev_reserve(d);
@@ -135,15 +154,9 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         return SD_ENOMEM;
     }
     size_t span = (rsize + ps - 1) / ps * ps;
-    /* A GPU driver places large allocations on 2 MiB boundaries (its page size there). */
-    size_t align = rsize >= SD_BIG_ALIGN ? SD_BIG_ALIGN : ps;
-    uintptr_t end = d->base + d->range;
-    uintptr_t at = gap_from(&d->allocs, d->cursor, end, span + align - ps);
-    if (!at)
-        at = gap_from(&d->allocs, d->base, end, span + align - ps);
-    if (at)
-        at = (at + align - 1) / align * align;
-    if (!at || mprotect((void *)at, span, PROT_READ | PROT_WRITE) != 0) {
+    uintptr_t at = 0;
+    if (sd_dev_place(d, span, &at) != SD_OK ||
+        mprotect((void *)at, span, PROT_READ | PROT_WRITE) != 0) {
         d->c.oom++;
         return SD_ENOMEM;
     }
@@ -154,7 +167,6 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         d->c.oom++;
         return SD_ENOMEM;
     }
-    d->cursor = at + span >= end ? d->base : at + span;
     d->used += rsize;
     d->c.reserved_bytes = d->used;
     if (d->used > d->c.peak_reserved_bytes)
@@ -170,11 +182,16 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
         return;
     size_t span = a->span, rsize = a->rsize, size = a->size;
     struct sd_pool *pool = a->pool;
+    int ipc = a->ipc, fd = a->fd;
     sd_table_remove(&d->allocs, addr);
     /* Writers wait for in-flight copies; they hold sd_lock, so no reader can start meanwhile. */
     pthread_rwlock_wrlock(&d->access);
-    madvise((void *)addr, span, MADV_DONTNEED);
-    mprotect((void *)addr, span, PROT_NONE);
+    if (ipc)
+        sd_ipc_unback(addr, span, ipc, fd);
+    else {
+        madvise((void *)addr, span, MADV_DONTNEED);
+        mprotect((void *)addr, span, PROT_NONE);
+    }
     pthread_rwlock_unlock(&d->access);
     d->used -= rsize;
     d->c.reserved_bytes = d->used;

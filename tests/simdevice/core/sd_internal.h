@@ -42,7 +42,16 @@ struct sd_alloc {
     bool free_pending; /* a stream-ordered free is queued */
     void *owner;       /* the driver context that made it (NULL for the runtime fronts) */
     struct sd_pool *pool; /* the pool a stream-ordered allocation came from */
+    /* Interprocess memory (sd_ipc.c): an exported or imported allocation is backed by a
+     * memfd that both processes map. */
+    int ipc;           /* 0, SD_IPC_EXPORTED or SD_IPC_IMPORTED */
+    int fd;            /* exported: the memfd, open while the allocation lives */
+    uint64_t ipc_id;   /* the export's number in the exporting process */
+    int ipc_pid;       /* imported: the exporting process */
+    unsigned ipc_refs; /* imported: opens not yet closed */
 };
+
+enum { SD_IPC_EXPORTED = 1, SD_IPC_IMPORTED = 2 };
 
 struct sd_table {
     struct sd_alloc *v;
@@ -91,10 +100,16 @@ struct sd_alloc *sd_table_find_start(struct sd_table *t, uintptr_t p);
 struct sd_alloc *sd_table_find_containing(struct sd_table *t, uintptr_t p);
 int sd_table_insert(struct sd_table *t, const struct sd_alloc *a);
 void sd_table_remove(struct sd_table *t, uintptr_t addr);
+/* Picks `span` bytes of d's address range, next fit, without mapping or counting them;
+ * SD_ENOMEM when no gap is left. Under sd_lock. */
+int sd_dev_place(struct sd_device *d, size_t span, uintptr_t *out);
 /* Carves and maps a device allocation; SD_ENOMEM when capacity or address space is exhausted. */
 int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out);
 /* Unmaps and forgets a live allocation. Under sd_lock. */
 void sd_dev_release(struct sd_device *d, uintptr_t addr);
+/* Puts the reserved, inaccessible range back over an exported or imported allocation's span
+ * (the memfd mapping goes; the exporter's memfd is closed). Under sd_lock and d->access. */
+void sd_ipc_unback(uintptr_t addr, size_t span, int ipc, int fd);
 /* Checks device d may touch [p, p+n) of owner's memory (write it when `write`): one live
  * allocation, or VMM mappings d has access to; else prints the fault line, makes d sticky and
  * returns false. Under sd_lock. */

@@ -73,7 +73,8 @@ int sd_free(void *p)
     pthread_mutex_lock(&sd_lock);
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
-    if (!a || a->free_pending) {
+    /* Imported memory is not the process's to free: it goes with cuIpcCloseMemHandle. */
+    if (!a || a->free_pending || a->ipc == SD_IPC_IMPORTED) {
         count_bad_free(owner ? owner : sd_cur());
         pthread_mutex_unlock(&sd_lock);
         sd_log("free(%p): not a live allocation", p);
@@ -136,7 +137,7 @@ int sd_free_async(void *p, void *stream, int ptsz)
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
     struct sd_op *op = NULL;
-    if (!a || a->free_pending) {
+    if (!a || a->free_pending || a->ipc == SD_IPC_IMPORTED) {
         count_bad_free(owner ? owner : s->dev);
         rc = SD_EBADFREE;
     } else if (!(op = sd_op_new(OP_FREE))) {

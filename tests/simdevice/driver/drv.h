@@ -28,6 +28,9 @@ typedef struct {
     unsigned char alloc_flags[8];
 } CUmemAllocationProp;
 
+/* CUipcMemHandle: 64 opaque bytes, passed by value. */
+typedef struct { char reserved[SD_IPC_HANDLE_SIZE]; } CUipcMemHandle;
+
 /* A memory location: type 1 is a device, id its ordinal. */
 typedef struct { int type, id; } CUmemLocation;
 /* What cuMemPoolCreate reads: CUDA 13's CUmemPoolProps. */
@@ -50,6 +53,7 @@ enum {
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_MAP_FAILED = 205,
     CUDA_ERROR_CONTEXT_ALREADY_IN_USE = 216,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_NOT_FOUND = 500,

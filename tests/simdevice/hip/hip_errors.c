@@ -20,6 +20,8 @@ static const struct sd_errname errs[] = {
     {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
     {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
     {101, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {201, "hipErrorInvalidContext", "invalid device context"},
+    {205, "hipErrorMapFailed", "mapping of buffer object failed"},
     {400, "hipErrorInvalidHandle", "invalid resource handle"},
     {600, "hipErrorNotReady", "device not ready"},
     {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
