@@ -6,36 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "arena.h"
-#include "fake_backend.h"
-
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
-
-#define S1 ((ca_stream_t)0x1000)
-#define S2 ((ca_stream_t)0x2000)
-
-typedef struct fixture {
-    fake_device dev;
-    ca_backend be;
-    ca_config cfg;
-    ca_arena *a;
-} fixture;
-
-static fixture *fx_new(uint64_t capacity)
-{
-    fixture *f = test_calloc(1, sizeof *f);
-    fake_init(&f->dev, &f->be, capacity);
-    f->cfg.pool = CA_POOL_SPLIT;
-    f->cfg.reuse = CA_REUSE_SAFE;
-    f->cfg.release_threshold = UINT64_MAX;
-    f->cfg.max_split = UINT64_MAX;
-    f->cfg.quiet = 1;
-    return f;
-}
-
-static void fx_start(fixture *f) { f->a = ca_arena_create(&f->be, &f->cfg); }
+#include "arena_fixture.h"
 
 static int setup(void **state)
 {
@@ -53,32 +24,6 @@ static int teardown(void **state)
     assert_int_equal(f->dev.nlive, 0);
     test_free(f);
     return 0;
-}
-
-static ca_dev_stats stats(fixture *f)
-{
-    ca_dev_stats st = {0};
-    ca_get_stats(f->a, 0, &st);
-    return st;
-}
-
-static void assert_balanced(fixture *f)
-{
-    ca_dev_stats st = stats(f);
-    assert_int_equal(st.reserved_bytes, st.allocated_bytes + st.cached_bytes + st.pending_bytes);
-}
-
-static void *must_alloc(fixture *f, size_t size, ca_stream_t s, unsigned api)
-{
-    void *p = NULL;
-    assert_int_equal(ca_malloc(f->a, 0, size, s, api, &p), CA_OK);
-    assert_non_null(p);
-    return p;
-}
-
-static void must_free(fixture *f, void *p, ca_stream_t s, unsigned api)
-{
-    assert_int_equal(ca_free(f->a, p, s, api, NULL), CA_OK);
 }
 
 static void test_zero_and_null(void **state)

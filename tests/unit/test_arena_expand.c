@@ -8,42 +8,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "arena.h"
-#include "fake_backend.h"
+#include "arena_fixture.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define PAGE FAKE_PAGE
 
-#define S1 ((ca_stream_t)0x1000)
-#define S2 ((ca_stream_t)0x2000)
-
-typedef struct fixture {
-    fake_device dev;
-    ca_backend be;
-    ca_config cfg;
-    ca_arena *a;
-} fixture;
-
 /* A 64 MiB device: a range reserves 72 MiB of addresses (the device and an eighth). */
-static fixture *fx_new(int expandable)
+static fixture *fx_expand(int expandable)
 {
-    fixture *f = test_calloc(1, sizeof *f);
-    fake_init(&f->dev, &f->be, 64 * MiB);
-    f->cfg.pool = CA_POOL_SPLIT;
-    f->cfg.reuse = CA_REUSE_SAFE;
-    f->cfg.release_threshold = UINT64_MAX;
-    f->cfg.max_split = UINT64_MAX;
+    fixture *f = fx_new(64 * MiB);
     f->cfg.expandable = expandable;
-    f->cfg.quiet = 1;
     return f;
 }
 
-static void fx_start(fixture *f) { f->a = ca_arena_create(&f->be, &f->cfg); }
-
 static int setup(void **state)
 {
-    fixture *f = fx_new(1);
+    fixture *f = fx_expand(1);
     fx_start(f);
     *state = f;
     return 0;
@@ -61,13 +40,6 @@ static int teardown(void **state)
     assert_int_equal(f->dev.violations, 0);
     test_free(f);
     return 0;
-}
-
-static ca_dev_stats stats(fixture *f)
-{
-    ca_dev_stats st = {0};
-    ca_get_stats(f->a, 0, &st);
-    return st;
 }
 
 /* reserved = allocated + cached + pending, and reserved is what is mapped (no plain segment in
@@ -89,11 +61,6 @@ static char *use_alloc(fixture *f, size_t size, ca_stream_t s, unsigned api)
     fake_use(&f->dev, s, p, size);
     assert_int_equal(f->dev.violations, 0);
     return p;
-}
-
-static void must_free(fixture *f, void *p, ca_stream_t s, unsigned api)
-{
-    assert_int_equal(ca_free(f->a, p, s, api, NULL), CA_OK);
 }
 
 static void test_grows_by_mapping_pages_at_the_end(void **state)
@@ -169,7 +136,7 @@ static void test_ladder_unmaps_free_pages_between_live_blocks(void **state)
 static void test_plain_segments_fail_the_same_request(void **state)
 {
     (void)state;
-    fixture *f = fx_new(0);
+    fixture *f = fx_expand(0);
     fx_start(f);
     char *blocks[16];
     for (int i = 0; i < 16; i++)
@@ -271,7 +238,7 @@ static void test_partial_pages_stay_mapped(void **state)
 static void test_threshold_unmaps_pages_the_sync_proved_idle(void **state)
 {
     (void)state;
-    fixture *f = fx_new(1);
+    fixture *f = fx_expand(1);
     f->cfg.release_threshold = 0;
     fx_start(f);
     char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
@@ -308,7 +275,7 @@ static void test_threshold_unmaps_pages_the_sync_proved_idle(void **state)
 static void test_without_vmm_calls_segments_stay_plain(void **state)
 {
     (void)state;
-    fixture *f = fx_new(1);
+    fixture *f = fx_expand(1);
     f->be.vmm_create = NULL;
     fx_start(f);
     char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);

@@ -1,0 +1,73 @@
+/* arena_fixture.h: the fixture the arena's unit tests share: an arena over a fake device, with
+ * the configuration every test starts from (split pool, safe reuse, keep everything, no limit
+ * on splitting, quiet), and the checks and calls they all make. Include after cmocka.h. */
+#ifndef ARENA_FIXTURE_H
+#define ARENA_FIXTURE_H
+
+#include "arena.h"
+#include "fake_backend.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+
+#define S1 ((ca_stream_t)0x1000)
+#define S2 ((ca_stream_t)0x2000)
+
+typedef struct fixture {
+    fake_device dev;
+    ca_backend be;
+    ca_config cfg;
+    ca_arena *a;
+} fixture;
+
+/* A fixture over a fake device of capacity bytes; the test may adjust cfg before fx_start. */
+static inline fixture *fx_new(uint64_t capacity)
+{
+    fixture *f = test_calloc(1, sizeof *f);
+    fake_init(&f->dev, &f->be, capacity);
+    f->cfg.pool = CA_POOL_SPLIT;
+    f->cfg.reuse = CA_REUSE_SAFE;
+    f->cfg.release_threshold = UINT64_MAX;
+    f->cfg.max_split = UINT64_MAX;
+    f->cfg.quiet = 1;
+    return f;
+}
+
+/* Creates the arena with the fixture's configuration. */
+static inline void fx_start(fixture *f)
+{
+    f->a = ca_arena_create(&f->be, &f->cfg);
+}
+
+/* Device 0's counters. */
+static inline ca_dev_stats stats(fixture *f)
+{
+    ca_dev_stats st = {0};
+    ca_get_stats(f->a, 0, &st);
+    return st;
+}
+
+/* reserved = allocated + cached + pending. */
+static inline void assert_balanced(fixture *f)
+{
+    ca_dev_stats st = stats(f);
+    assert_int_equal(st.reserved_bytes, st.allocated_bytes + st.cached_bytes + st.pending_bytes);
+}
+
+/* An allocation that must succeed. */
+static inline void *must_alloc(fixture *f, size_t size, ca_stream_t s, unsigned api)
+{
+    void *p = NULL;
+    assert_int_equal(ca_malloc(f->a, 0, size, s, api, &p), CA_OK);
+    assert_non_null(p);
+    return p;
+}
+
+/* A free that must succeed. */
+static inline void must_free(fixture *f, void *p, ca_stream_t s, unsigned api)
+{
+    assert_int_equal(ca_free(f->a, p, s, api, NULL), CA_OK);
+}
+
+#endif
