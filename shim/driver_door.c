@@ -89,6 +89,12 @@ int ca_drv_served_index(const char *name)
     return -1;
 }
 
+void (*ca_drv_real_fn(const char *name))(void)
+{
+    int i = ca_drv_served_index(name);
+    return i < 0 ? NULL : real_of(i);
+}
+
 void *ca_drv_served_dlsym(int i, void *handle, const char *name)
 {
     void *p = ca_real_dlsym()(handle, name);
@@ -160,6 +166,11 @@ ca_runtime *ca_drv_runtime(void)
     return ca_runtime_by_slot(drv_rt.slot);
 }
 
+ca_runtime *ca_drv_door(void)
+{
+    return &drv_rt;
+}
+
 #define PUT(field, value)                                    \
     do {                                                     \
         void *p_ = (value);                                  \
@@ -200,6 +211,9 @@ static int drv_resolve(ca_runtime *rt)
     PUT(event_destroy, LOOK("cuEventDestroy", 4000, CUABI_GPA_LEGACY, "cuEventDestroy_v2"));
     PUT(stream_wait_event, LOOK("cuStreamWaitEvent", 3020, CUABI_GPA_LEGACY, "cuStreamWaitEvent"));
     OPT(stream_get_flags, LOOK("cuStreamGetFlags", 5050, CUABI_GPA_LEGACY, "cuStreamGetFlags"));
+    OPT(stream_is_capturing, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_LEGACY, "cuStreamIsCapturing"));
+    OPT(stream_is_capturing_ptsz, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_PER_THREAD,
+                                       "cuStreamIsCapturing_ptsz"));
     rt->fn.get_device = ca_drv_get_slot;
     rt->fn.set_device = ca_drv_set_slot;
     rt->fn.get_last_error = drv_get_last_error;

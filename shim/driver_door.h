@@ -14,4 +14,10 @@ void *ca_drv_served_dlsym(int i, void *handle, const char *name);
 struct ca_runtime;
 struct ca_runtime *ca_drv_runtime(void);
 
+/* The real driver function behind the served entry point exported as `name`, or NULL. */
+void (*ca_drv_real_fn(const char *name))(void);
+
+/* The CUDA door's descriptor, opened or not (for the entry points outside driver_door.c). */
+struct ca_runtime *ca_drv_door(void);
+
 #endif

@@ -2,6 +2,7 @@
  * descriptor. */
 #include <stddef.h>
 
+#include "capture.h"
 #include "front.h"
 #include "hip_abi.h"
 
@@ -33,6 +34,9 @@ static const ca_rt_sym hip_syms[] = {
     SYM(stream_create_with_priority, "hipStreamCreateWithPriority", 1),
     SYM(stream_destroy, "hipStreamDestroy", 1),
     SYM(stream_get_flags, "hipStreamGetFlags", 0),
+    SYM(stream_is_capturing, "hipStreamIsCapturing", 0),
+    SYM(stream_begin_capture, "hipStreamBeginCapture", 0),
+    SYM(stream_end_capture, "hipStreamEndCapture", 0),
     {0, NULL, 0},
 };
 
@@ -82,3 +86,7 @@ ca_rt_err hipStreamCreateWithFlags(hipabi_stream_t *stream, unsigned int flags) 
 ca_rt_err hipStreamCreateWithPriority(hipabi_stream_t *stream, unsigned int flags, int priority) { return ca_front_stream_create(&hip_rt, CA_CTOR_PRIORITY, (void **)stream, flags, priority); }
 /* Interposed hipStreamDestroy: the runtime's own contract, served through front.c. */
 ca_rt_err hipStreamDestroy(hipabi_stream_t stream) { return ca_front_stream_destroy(&hip_rt, stream); }
+/* Interposed hipStreamBeginCapture: the cache goes quiet for the capture (capture.c). */
+ca_rt_err hipStreamBeginCapture(hipabi_stream_t stream, hipabi_capture_enum mode) { return ca_capture_call_begin(&hip_rt, stream, mode); }
+/* Interposed hipStreamEndCapture: the cache calls the device again once no capture is left. */
+ca_rt_err hipStreamEndCapture(hipabi_stream_t stream, hipabi_graph_t *graph) { return ca_capture_call_end(&hip_rt, stream, (void **)graph); }

@@ -54,6 +54,12 @@ typedef struct ca_rt_fns {
     ca_rt_err (*malloc_async_ptsz)(void **ptr, size_t size, void *stream);
     ca_rt_err (*free_async_ptsz)(void *ptr, void *stream);
     ca_rt_err (*ext_malloc_with_flags)(void **ptr, size_t size, unsigned flags);
+    /* Optional, stream capture (capture.c): whether a stream captures (the per-thread form
+     * too), and HIP's begin and end, which its door wraps. */
+    ca_rt_err (*stream_is_capturing)(void *stream, unsigned *status);
+    ca_rt_err (*stream_is_capturing_ptsz)(void *stream, unsigned *status);
+    ca_rt_err (*stream_begin_capture)(void *stream, unsigned mode);
+    ca_rt_err (*stream_end_capture)(void *stream, void **graph);
 } ca_rt_fns;
 
 /* Where a real function lives in ca_rt_fns and what the runtime calls it. */
