@@ -416,7 +416,7 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
     bool hit = false, full = false, driver_failed = false;
-    if (ca_quiet_refuses(a, d)) {
+    if ((ca_quiet(a) || d->sync_owed) && ca_quiet_refuses(a, d)) {
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
     }
