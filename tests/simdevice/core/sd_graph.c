@@ -97,7 +97,7 @@ int sd_graph_launch(void *exec, void *stream, int ptsz)
     for (size_t i = 0; !rc && i < x->n; i++)
         if (!(ops[i] = copy_op(x->ops[i])))
             rc = SD_ENOMEM;
-    for (size_t i = 0; i < x->n && ops; i++) {
+    for (size_t i = 0; ops && i < x->n; i++) {
         if (rc) {
             free(ops[i]);
             continue;
