@@ -18,6 +18,15 @@ _Static_assert(__builtin_types_compatible_p(CUresult, ca_rt_err), "CUresult is n
 _Static_assert(__builtin_types_compatible_p(CUdeviceptr, cuabi_deviceptr), "CUdeviceptr");
 _Static_assert(__builtin_types_compatible_p(CUstream, cuabi_stream_t), "CUstream");
 _Static_assert(__builtin_types_compatible_p(CUcontext, cuabi_context_t), "CUcontext");
+_Static_assert(__builtin_types_compatible_p(CUgraph, cuabi_graph_t), "CUgraph");
+_Static_assert(__builtin_types_compatible_p(CUstreamCaptureMode, cuabi_capture_enum),
+               "CUstreamCaptureMode is not unsigned int");
+_Static_assert(__builtin_types_compatible_p(CUstreamCaptureStatus, cuabi_capture_enum),
+               "CUstreamCaptureStatus is not unsigned int");
+_Static_assert(CU_STREAM_CAPTURE_STATUS_NONE == 0, "the shim takes status 0 as not capturing");
+_Static_assert(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED == 901 &&
+                   CUDA_ERROR_STREAM_CAPTURE_UNJOINED == 904,
+               "the codes with which an end of capture ends it");
 _Static_assert(CUDA_SUCCESS == CUABI_SUCCESS, "CUDA_SUCCESS");
 _Static_assert(CUDA_ERROR_INVALID_VALUE == CUABI_ERROR_INVALID_VALUE, "INVALID_VALUE");
 _Static_assert(CUDA_ERROR_OUT_OF_MEMORY == CUABI_ERROR_OUT_OF_MEMORY, "OUT_OF_MEMORY");

@@ -47,6 +47,10 @@ _Static_assert(__builtin_types_compatible_p(hipError_t, ca_rt_err), "hipError_t 
 _Static_assert(sizeof(hipError_t) == sizeof(ca_rt_err), "hipError_t size");
 _Static_assert(__builtin_types_compatible_p(hipStream_t, hipabi_stream_t), "hipStream_t");
 _Static_assert(__builtin_types_compatible_p(hipEvent_t, hipabi_event_t), "hipEvent_t");
+_Static_assert(__builtin_types_compatible_p(hipGraph_t, hipabi_graph_t), "hipGraph_t");
+_Static_assert(__builtin_types_compatible_p(hipStreamCaptureMode, hipabi_capture_enum),
+               "hipStreamCaptureMode is not unsigned int");
+_Static_assert(hipStreamCaptureStatusNone == 0, "the shim takes status 0 as not capturing");
 _Static_assert(hipSuccess == HIPABI_SUCCESS, "hipSuccess");
 _Static_assert(hipErrorInvalidValue == HIPABI_ERROR_INVALID_VALUE, "hipErrorInvalidValue");
 _Static_assert(hipErrorOutOfMemory == HIPABI_ERROR_OUT_OF_MEMORY, "hipErrorOutOfMemory");

@@ -25,6 +25,10 @@ typedef struct CUctx_st *cuabi_context_t;
 typedef struct CUmemPoolHandle_st *cuabi_mempool_t;
 struct CUmemAccessDesc_st;
 struct CUipcMemHandle_st;
+typedef struct CUgraph_st *cuabi_graph_t;
+/* CUstreamCaptureMode and CUstreamCaptureStatus: enums of non-negative values, compatible with
+ * unsigned int under gcc and clang (asserted by abi_check_cuda.c). */
+typedef unsigned int cuabi_capture_enum;
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
@@ -98,6 +102,20 @@ typedef struct cuabi_access_desc {
     X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
       (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \
-      (const char *symbol, void **pfn, int cudaVersion, uint64_t flags, unsigned *symbolStatus))
+      (const char *symbol, void **pfn, int cudaVersion, uint64_t flags, unsigned *symbolStatus)) \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture", 10000, CUABI_GPA_LEGACY,                  \
+      cuStreamBeginCapture, (cuabi_stream_t hStream))                                         \
+    X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, CUABI_GPA_PER_THREAD,         \
+      cuStreamBeginCapture, (cuabi_stream_t hStream))                                         \
+    X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, CUABI_GPA_LEGACY,               \
+      cuStreamBeginCapture_v2, (cuabi_stream_t hStream, cuabi_capture_enum mode))            \
+    X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, CUABI_GPA_PER_THREAD,      \
+      cuStreamBeginCapture_v2, (cuabi_stream_t hStream, cuabi_capture_enum mode))            \
+    X(cuStreamEndCapture, "cuStreamEndCapture", 10000, CUABI_GPA_LEGACY, cuStreamEndCapture,  \
+      (cuabi_stream_t hStream, cuabi_graph_t * phGraph))                                      \
+    X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, CUABI_GPA_PER_THREAD,             \
+      cuStreamEndCapture, (cuabi_stream_t hStream, cuabi_graph_t * phGraph))                  \
+    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", 10010,          \
+      CUABI_GPA_LEGACY, cuThreadExchangeStreamCaptureMode, (cuabi_capture_enum * mode))
 
 #endif

@@ -90,6 +90,12 @@ int ca_drv_served_index(const char *name)
     return -1;
 }
 
+void (*ca_drv_real_fn(const char *name))(void)
+{
+    int i = ca_drv_served_index(name);
+    return i < 0 ? NULL : real_of(i);
+}
+
 void *ca_drv_served_dlsym(int i, void *handle, const char *name)
 {
     void *p = ca_real_dlsym()(handle, name);
@@ -231,6 +237,9 @@ static int drv_resolve(ca_runtime *rt)
     OPT(mem_set_access, VMM("cuMemSetAccess"));
     OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
     OPT(device_ordinal, fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
+    OPT(stream_is_capturing, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_LEGACY, "cuStreamIsCapturing"));
+    OPT(stream_is_capturing_ptsz, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_PER_THREAD,
+                                       "cuStreamIsCapturing_ptsz"));
     rt->fn.get_device = ca_drv_get_slot;
     rt->fn.set_device = ca_drv_set_slot;
     rt->fn.get_last_error = drv_get_last_error;

@@ -18,4 +18,7 @@ struct ca_runtime *ca_drv_runtime(void);
  * through front.c (pluggable.c): front.c opens it at their first call. */
 struct ca_runtime *ca_drv_descriptor(void);
 
+/* The real driver function behind the served entry point exported as `name`, or NULL. */
+void (*ca_drv_real_fn(const char *name))(void);
+
 #endif

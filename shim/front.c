@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "driver_ipc.h"
+#include "capture.h"
 #include "front.h"
 #include "init.h"
 #include "public_internal.h"
@@ -83,6 +84,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
         return CA_CLOSED(rt, malloc, (ptr, size));
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
+    ca_capture_settle(rt);
     if (ca_drv_ipc_dedicated(rt)) /* a process that exported a block: driver_ipc.c */
         return ca_drv_ipc_malloc(rt, ptr, size);
     int dev = -1;
@@ -139,6 +141,11 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
         return rt->codes.not_initialized;
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return real(ptr, size, stream);
+    /* What a capturing stream allocates belongs to its graph: an allocation node, whose
+     * memory every replay writes and the cache must never hand out. */
+    if (ca_capture_stream_captures(rt, stream, ptsz))
+        return real(ptr, size, stream);
+    ca_capture_settle(rt);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)
@@ -193,6 +200,9 @@ ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
             return rejected_free_async(rt, real, stream);
         }
     }
+    /* A capture may free only graph memory (a free node): the driver's own answer. */
+    if (ca_capture_stream_captures(rt, stream, ptsz))
+        return rejected_free_async(rt, real, stream);
     int dev = -1;
     if (rt->fn.get_device(&dev) != rt->codes.success)
         dev = bdev;
@@ -346,5 +356,8 @@ ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
         return CA_CLOSED(rt, stream_destroy, (stream));
     /* The arena records the stream's last event before the stream goes away. */
     ca_stream_unregister(rt, stream);
-    return rt->fn.stream_destroy(stream);
+    ca_rt_err e = rt->fn.stream_destroy(stream);
+    if (e == rt->codes.success)
+        ca_capture_stream_destroyed(rt, stream);
+    return e;
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "capture.h"
 #include "front.h"
 #include "hip_abi.h"
 
@@ -44,6 +45,9 @@ static const ca_rt_sym hip_syms[] = {
     SYM(mem_set_access, "hipMemSetAccess", 0),
     SYM(mem_get_granularity, "hipMemGetAllocationGranularity", 0),
     SYM(device_ordinal, "hipGetDevice", 0),
+    SYM(stream_is_capturing, "hipStreamIsCapturing", 0),
+    SYM(stream_begin_capture, "hipStreamBeginCapture", 0),
+    SYM(stream_end_capture, "hipStreamEndCapture", 0),
     {0, NULL, 0},
 };
 
@@ -107,3 +111,7 @@ ca_rt_err hipStreamCreateWithFlags(hipabi_stream_t *stream, unsigned int flags) 
 ca_rt_err hipStreamCreateWithPriority(hipabi_stream_t *stream, unsigned int flags, int priority) { return ca_front_stream_create(&hip_rt, CA_CTOR_PRIORITY, (void **)stream, flags, priority); }
 /* Interposed hipStreamDestroy: the runtime's own contract, served through front.c. */
 ca_rt_err hipStreamDestroy(hipabi_stream_t stream) { return ca_front_stream_destroy(&hip_rt, stream); }
+/* Interposed hipStreamBeginCapture: the cache goes quiet for the capture (capture.c). */
+ca_rt_err hipStreamBeginCapture(hipabi_stream_t stream, hipabi_capture_enum mode) { return ca_capture_call_begin(&hip_rt, stream, mode); }
+/* Interposed hipStreamEndCapture: the cache calls the device again once no capture is left. */
+ca_rt_err hipStreamEndCapture(hipabi_stream_t stream, hipabi_graph_t *graph) { return ca_capture_call_end(&hip_rt, stream, (void **)graph); }

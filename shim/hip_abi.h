@@ -19,6 +19,10 @@
 /* Same struct tags as the HIP headers. */
 typedef struct ihipStream_t *hipabi_stream_t;
 typedef struct ihipEvent_t *hipabi_event_t;
+typedef struct ihipGraph *hipabi_graph_t;
+/* hipStreamCaptureMode and hipStreamCaptureStatus: enums of non-negative values, compatible
+ * with unsigned int (asserted by abi_check_hip.c). */
+typedef unsigned int hipabi_capture_enum;
 
 #define HIPABI_STREAM_PER_THREAD_VALUE 0x2
 #define HIPABI_STREAM_NON_BLOCKING 0x01u
@@ -80,7 +84,9 @@ typedef struct hipabi_access_desc {
     X(hipStreamCreate, (hipabi_stream_t *stream))                                             \
     X(hipStreamCreateWithFlags, (hipabi_stream_t *stream, unsigned int flags))                \
     X(hipStreamCreateWithPriority, (hipabi_stream_t *stream, unsigned int flags, int priority)) \
-    X(hipStreamDestroy, (hipabi_stream_t stream))
+    X(hipStreamDestroy, (hipabi_stream_t stream))                                             \
+    X(hipStreamBeginCapture, (hipabi_stream_t stream, hipabi_capture_enum mode))              \
+    X(hipStreamEndCapture, (hipabi_stream_t stream, hipabi_graph_t *pGraph))
 
 /* Real functions the shim calls besides the interposed ones. */
 #define HIPABI_CALLED(X)                                                                      \
@@ -93,6 +99,7 @@ typedef struct hipabi_access_desc {
     X(hipEventDestroy, (hipabi_event_t event))                                                \
     X(hipStreamWaitEvent, (hipabi_stream_t stream, hipabi_event_t event, unsigned int flags)) \
     X(hipStreamGetFlags, (hipabi_stream_t stream, unsigned int *flags))                       \
-    X(hipGetLastError, (void))
+    X(hipGetLastError, (void))                                                                \
+    X(hipStreamIsCapturing, (hipabi_stream_t stream, hipabi_capture_enum *pCaptureStatus))
 
 #endif

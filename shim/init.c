@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "capture.h"
 #include "driver_ctx.h"
 #include "leak.h"
 #include "ptsz_scan.h"
@@ -49,6 +50,7 @@ static void after_fork_child(void)
             ca_arena_forget(rt->arena);
     }
     ca_streams_after_fork();
+    ca_capture_after_fork();
     ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
     /* The parent's segment and monitor thread are not the child's; the child publishes its
@@ -221,9 +223,10 @@ static int src_read_device(void *ctx, int dev, ca_dev_stats *out)
     return ca_get_stats(((ca_runtime *)ctx)->arena, dev, out);
 }
 
+/* The monitor never calls the device during a stream capture: the request waits (capture.c). */
 static uint64_t src_reclaim(void *ctx, int dev)
 {
-    return ca_reclaim(((ca_runtime *)ctx)->arena, dev);
+    return ca_capture_reclaim(ctx, dev, 1);
 }
 
 /* The device's memory as the real driver (runtime) reports it, through the arena's backend,

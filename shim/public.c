@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cachealloc.h"
+#include "capture.h"
 #include "init.h"
 #include "public_internal.h"
 
@@ -34,14 +35,15 @@ static void push(int nocache, const char *name)
                 regions.depth);
 }
 
-/* Public: release every fully free cached segment of dev (dev < 0: all); bytes released. */
+/* Public: release every fully free cached segment of dev (dev < 0: all); bytes released.
+ * During a stream capture nothing is released now: at the next allocation after it. */
 CA_EXPORT uint64_t cachealloc_reclaim_v1(int dev)
 {
     uint64_t n = 0;
     for (int i = 0; i < CA_RT_SLOTS; i++) {
         ca_runtime *rt = ca_runtime_by_slot(i);
         if (rt != NULL)
-            n += ca_reclaim(rt->arena, dev);
+            n += ca_capture_reclaim(rt, dev, 0);
     }
     return n;
 }

@@ -71,6 +71,12 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_get_granularity)(size_t *granularity, const void *prop, int option);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
+    /* Optional, stream capture (capture.c): whether a stream captures (the per-thread form
+     * too), and HIP's begin and end, which its door wraps. */
+    ca_rt_err (*stream_is_capturing)(void *stream, unsigned *status);
+    ca_rt_err (*stream_is_capturing_ptsz)(void *stream, unsigned *status);
+    ca_rt_err (*stream_begin_capture)(void *stream, unsigned mode);
+    ca_rt_err (*stream_end_capture)(void *stream, void **graph);
 } ca_rt_fns;
 
 /* A runtime's allocation property and access descriptor for pinned device memory of one device

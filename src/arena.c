@@ -140,6 +140,10 @@ static void switch_to_fences(ca_arena *a, ca_device *d)
     ca_wait_switch(d);
     if (d->fenced)
         return;
+    if (ca_quiet(a) && a->cfg.reuse == CA_REUSE_SAFE && a->cfg.pool != CA_POOL_NONE) {
+        d->sync_owed = true; /* until then the device serves nothing quietly */
+        return;
+    }
     d->fenced = true;
     if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
         return;
@@ -153,6 +157,8 @@ static void switch_to_fences(ca_arena *a, ca_device *d)
     if (--d->windows == 0)
         ca_futex_wake_all(&d->windows);
 }
+
+void ca_fence_switch(ca_arena *a, ca_device *d) { switch_to_fences(a, d); }
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 {
@@ -232,6 +238,9 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
 ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
 {
     int cap = 0, k = 0;
+    *n = 0;
+    if (ca_quiet(a)) /* giving segments back is a driver free */
+        return NULL;
     ca_device_consolidate(d);
     for (ca_segment *s = d->whole; s; s = s->wnext)
         cap++;
@@ -286,6 +295,8 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                       bool *full, bool *driver_failed)
 {
+    if (ca_quiet(a))
+        return NULL;
     if (a->cfg.expandable) {
         bool no_room = false;
         ca_block *b = ca_expand_grow(a, d, p, rounded, small, &no_room, driver_failed);
@@ -395,6 +406,8 @@ static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
 static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_block **out)
 {
     bool small = ca_is_small(rounded);
+    if (ca_quiet(a))
+        return CA_ERR_BACKEND;
     if (!ca_within_limit(d, rounded))
         return CA_ERR_OOM;
     ca_block *b = NULL;
@@ -424,6 +437,10 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
     bool hit = false, full = false, driver_failed = false;
+    if ((ca_quiet(a) || d->sync_owed) && ca_quiet_refuses(a, d)) {
+        ca_lock_release(&d->lock);
+        return CA_ERR_BACKEND;
+    }
     if (!d->ready)
         device_ready(a, d, &driver_failed);
     d->st.alloc_calls++;
@@ -438,7 +455,9 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
             if (s != CA_STREAM_LEGACY && !d->fenced)
                 switch_to_fences(a, d);
-            if (!(p = pool_of(d, s)))
+            if (d->sync_owed && !d->fenced) /* quiet: the switch waits for the capture */
+                p = NULL;
+            else if (!(p = pool_of(d, s)))
                 p = pool_new(d, s);
         }
         if (!p) {
@@ -465,6 +484,10 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         ca_block_free(d, b);
         b = NULL;
         rc = CA_ERR_OOM;
+    }
+    if (!b && ca_quiet(a)) { /* not an out-of-memory: the device was not asked */
+        ca_lock_release(&d->lock);
+        return CA_ERR_BACKEND;
     }
     if (!b) {
         d->st.oom_failures++;
@@ -547,7 +570,9 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     d->st.requested_bytes -= b->requested;
     if (a->hooks && a->cfg.trace)
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_FREE, d->id, ptr, b->requested, s);
-    if (a->cfg.pool == CA_POOL_NONE) {
+    if (a->cfg.pool == CA_POOL_NONE && ca_quiet(a))
+        d->sync_owed = true; /* its segment goes back once the capture is over */
+    else if (a->cfg.pool == CA_POOL_NONE) {
         ca_segment *seg = b->seg;
         b->state = BLOCK_FREE;
         d->st.cached_bytes += b->size;
@@ -566,7 +591,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     b->free_seq = ++d->free_seq;
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
-    if (!ca_fencing(a, d) || same_stream) {
+    if ((!ca_fencing(a, d) && !d->sync_owed) || same_stream) {
         if (!ca_fast_push(d, p, b))
             ca_block_free(d, b);
         if (same_stream) {
@@ -665,7 +690,9 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
     if (ca_fencing(a, d)) {
         /* Work queued on s before its destruction may still run: later fences, which no longer
          * include s, are trusted only once this event completed. */
-        if (!track_dying(a, d, s))
+        if (ca_quiet(a))
+            d->sync_owed = true; /* cannot watch s now: a synchronization after the capture */
+        else if (!track_dying(a, d, s))
             ca_wait_device(a, d); /* cannot watch s: wait for it once, now */
     }
     if (p) {

@@ -215,6 +215,16 @@ void ca_device_reset(ca_arena *a, int dev);
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
 
+/* A stream capture is about to begin: until the matching ca_quiet_end the arena makes no backend
+ * call at all. It serves what is certainly reusable without one and refuses the rest
+ * (CA_ERR_BACKEND, no warning: the caller forwards to the real allocator); work that needs the
+ * device is owed and done at the first allocation after the quiet ends. Returns once no thread
+ * is inside a backend call that began before. Calls nest. */
+void ca_quiet_begin(ca_arena *a);
+
+/* The capture that ca_quiet_begin announced ended (or never began). */
+void ca_quiet_end(ca_arena *a);
+
 /* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */
 uint64_t ca_reusable_bytes(ca_arena *a, int dev);
 

@@ -158,6 +158,11 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 {
     ca_lock_acquire(&d->lock);
     ca_wait_switch(d);
+    if (ca_quiet(a)) {
+        ca_lock_release(&d->lock);
+        return 0;
+    }
+    ca_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
     if (ca_fencing(a, d))
         ca_wait_all(a, d);
     int n;

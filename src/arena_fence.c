@@ -79,6 +79,8 @@ static uint64_t fenced_upto(const ca_device *d)
 
 bool ca_fence_record(ca_arena *a, ca_device *d)
 {
+    if (ca_hushed(a, d))
+        return false;
     if (!d->pend_tail || d->unfenced_max_seq <= fenced_upto(d) ||
         d->unfenced_max_seq <= d->synced_seq)
         return true;
@@ -149,6 +151,8 @@ static void fence_pop(ca_device *d)
 bool ca_fence_poll(ca_arena *a, ca_device *d)
 {
     bool any = false;
+    if (ca_hushed(a, d))
+        return false;
     while (d->fence_head) {
         ca_fence *f = d->fence_head;
         if (!dying_done(a, d, f->dying_upto))
@@ -201,6 +205,8 @@ static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
 
 void ca_pools_poll(ca_arena *a, ca_device *d)
 {
+    if (ca_hushed(a, d))
+        return;
     int kept = 0;
     for (int i = 0; i < d->npools; i++) {
         ca_pool *p = d->pools[i];
@@ -213,8 +219,8 @@ void ca_pools_poll(ca_arena *a, ca_device *d)
 
 void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p)
 {
-    if (!ca_fencing(a, d) || p->ev_inflight)
-        return;
+    if (!ca_fencing(a, d) || p->ev_inflight || ca_hushed(a, d))
+        return; /* quiet: the pool's blocks wait for its next free or poll after the capture */
     if (!p->ev) {
         p->ev = ca_event_get(a, d);
         if (!p->ev)
@@ -245,6 +251,8 @@ void ca_complete_upto(ca_device *d, uint64_t seq)
  * the device's other allocations wait until it returned, as they do for the mode switch. */
 static void wait_device(ca_arena *a, ca_device *d, bool alone)
 {
+    if (ca_quiet(a))
+        return;
     uint64_t token = d->free_seq, dying = d->dying_stamp;
     d->st.device_syncs++;
     if (alone)
@@ -275,6 +283,8 @@ void ca_wait_device_alone(ca_arena *a, ca_device *d) { wait_device(a, d, true); 
 
 void ca_wait_all(ca_arena *a, ca_device *d)
 {
+    if (ca_quiet(a))
+        return;
     if (!ca_fence_record(a, d)) {
         ca_wait_device(a, d);
         return;

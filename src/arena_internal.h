@@ -126,6 +126,9 @@ typedef struct ca_device {
     ca_dying *dying;
     int ndying, cap_dying;
     uint64_t dying_stamp;
+    bool sync_owed;           /* work done quietly needs a device synchronization (the
+                               * fast path's end, a stream destroyed unwatched) before
+                               * fences and pools are trusted again: arena_quiet.c */
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
     ca_block *spare;          /* recycled block structs                      */
@@ -147,6 +150,7 @@ struct ca_arena {
     pthread_mutex_t devices_lock; /* creation of device slots               */
     ca_device *dev[CA_MAX_DEVICES];
     int ndev;
+    uint32_t quiet;               /* captures under way: no backend call (arena_quiet.c) */
 };
 
 
@@ -309,6 +313,23 @@ void ca_complete_upto(ca_device *d, uint64_t seq);
 void ca_wait_all(ca_arena *a, ca_device *d);
 ca_event_t ca_event_get(ca_arena *a, ca_device *d);
 void ca_event_put(ca_device *d, ca_event_t ev);
+
+/* arena_quiet.c: no backend call while a stream capture is under way. */
+static inline bool ca_quiet(const ca_arena *a)
+{
+    return __atomic_load_n(&a->quiet, __ATOMIC_ACQUIRE) != 0;
+}
+/* Whether fences and pool events must be left alone: quiet, or a synchronization is owed. */
+static inline bool ca_hushed(const ca_arena *a, const ca_device *d)
+{
+    return ca_quiet(a) || d->sync_owed;
+}
+/* At an allocation, under the lock: when not quiet, pays what is owed (a device
+ * synchronization) and returns false; when quiet, returns true where the device cannot serve
+ * at all without the device (not ready, or its fast path ended unsynchronized). */
+bool ca_quiet_refuses(ca_arena *a, ca_device *d);
+/* arena.c's switch to fences, for the owed one. */
+void ca_fence_switch(ca_arena *a, ca_device *d);
 
 /* arena_wait.c: before the ladder grows past pending memory, wait for it instead when the
  * cache already holds twice the working set. Call with round 0, 1, ... after each failed

@@ -74,7 +74,7 @@ static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
 bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round)
 {
     if (!ca_fencing(a, d) || !d->pend_head || round > ROUND_ALONE ||
-        within_budget(d, rounded))
+        within_budget(d, rounded) || ca_hushed(a, d))
         return false;
     if (round == ROUND_ALONE) {
         ca_wait_device_alone(a, d);

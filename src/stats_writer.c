@@ -222,6 +222,10 @@ static int serve_reclaim(writer_state *st)
     if (seq != __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_RELAXED)) {
         int dev = CA_STATS_RECLAIM_DEV(req);
         uint64_t bytes = st->src.reclaim ? st->src.reclaim(st->src.ctx, dev) : 0;
+        if (bytes == CA_STATS_RECLAIM_LATER) {
+            pthread_mutex_unlock(&g_rec_lock);
+            return 1;
+        }
         /* Publish first, so a reader that sees the answer also sees the lower numbers. */
         publish_if_current(st);
         __atomic_store_n(&st->hdr->reclaim_bytes, bytes, __ATOMIC_RELAXED);

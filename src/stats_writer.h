@@ -20,6 +20,10 @@ typedef struct ca_stats_source {
                     uint64_t *total_bytes);                     /* 0 on success             */
 } ca_stats_source;
 
+/* What a source's reclaim answers when it cannot serve the request now (a stream capture is
+ * under way): the request stays unanswered, and the monitor asks again at its next round. */
+#define CA_STATS_RECLAIM_LATER UINT64_MAX
+
 /* Create this process's segment and start the monitor thread; idempotent; 0 on success.
  * Calls the source once before returning: do not call it while holding a lock the source
  * takes. Honours CACHEALLOC_SHM_DIR (a directory to create the segment in, for tests). */

@@ -214,4 +214,43 @@ void sd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Counters of `device`, or totals when device == -1. 0 on success, -1 on a bad argument. */
 int sd_get_counters(int device, struct simdev_counters *out);
 
+/* Stream capture and graphs (sd_capture*.c, sd_graph*.c). CUDA and HIP number these codes
+ * alike; capture modes and statuses are the driver's enumerators. */
+enum {
+    SD_EILLSTATE = 401,      /* begin on a capturing stream, end on one that is not */
+    SD_ECAPUNSUP = 900,      /* not permitted while capturing (the capture is invalidated) */
+    SD_ECAPINVALID = 901,    /* the capture was invalidated by an earlier error */
+    SD_ECAPMERGE = 902,      /* would merge two capture sequences */
+    SD_ECAPUNMATCHED = 903,  /* ended on a stream that did not begin it */
+    SD_ECAPUNJOINED = 904,   /* a forked stream never joined the origin again */
+    SD_ECAPISOLATION = 905,  /* a dependency across the capture's boundary */
+    SD_ECAPIMPLICIT = 906,   /* legacy-stream work while a blocking stream captures */
+    SD_ECAPEVENT = 907,      /* a query or wait of an event recorded in a capture */
+    SD_ECAPTHREAD = 908,     /* ended by another thread than the one that began it */
+};
+enum { SD_CAPTURE_GLOBAL = 0, SD_CAPTURE_THREAD_LOCAL = 1, SD_CAPTURE_RELAXED = 2 };
+enum { SD_CAPSTATUS_NONE = 0, SD_CAPSTATUS_ACTIVE = 1, SD_CAPSTATUS_INVALIDATED = 2 };
+
+/* Begins capturing `stream` in `mode`: its later work is recorded, not run. */
+int sd_capture_begin(void *stream, int ptsz, int mode);
+/* Ends the capture `stream` began; *graph gets the graph, or NULL when it was invalidated. */
+int sd_capture_end(void *stream, int ptsz, void **graph);
+/* A stream's capture status and, while active, its id, graph and current dependencies (node
+ * handles; *ndeps of them, edge data of edge_size zero bytes each in *edges). NULL outs are
+ * skipped. */
+int sd_capture_info(void *stream, int ptsz, int *status, uint64_t *id, void **graph,
+                    void *const **deps, const void **edges, size_t edge_size, size_t *ndeps);
+/* Swaps the calling thread's capture interaction mode with *mode. */
+int sd_capture_exchange_mode(int *mode);
+/* Makes an executable graph of a graph captured to its end. */
+int sd_graph_instantiate(void **exec, void *graph);
+/* SD_OK when exec is an executable graph, else SD_EHANDLE (cuGraphUpload has nothing to do). */
+int sd_graph_exec_check(void *exec);
+/* Queues every node of exec on stream, in an order its dependencies allow. */
+int sd_graph_launch(void *exec, void *stream, int ptsz);
+/* Destroys an executable graph; launches already queued still run. */
+int sd_graph_exec_destroy(void *exec);
+/* Destroys a graph; its executable graphs keep working. */
+int sd_graph_destroy(void *graph);
+
 #endif

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 static size_t page_size(void)
 {
@@ -206,10 +206,13 @@ bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const cha
                          uintptr_t p, size_t n, bool write)
 {
     struct sd_alloc *a = sd_table_find_containing(&owner->allocs, p);
-    if (a && n <= a->size - (p - a->addr))
+    const char *graph_no = a ? sd_gmem_refusal(a) : NULL;
+    if (a && !graph_no && n <= a->size - (p - a->addr))
         return true;
     char why[160];
-    if (!a && sd_vmm_holds(p)) {
+    if (graph_no) {
+        snprintf(why, sizeof why, "%s", graph_no);
+    } else if (!a && sd_vmm_holds(p)) {
         const char *no = sd_vmm_refusal(p, n, d->id, write);
         if (!no)
             return true;

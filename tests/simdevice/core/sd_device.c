@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 pthread_mutex_t sd_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sd_cv = PTHREAD_COND_INITIALIZER;
@@ -141,6 +141,10 @@ int sd_device_sync(void)
         return rc;
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
+    if ((rc = sd_capture_device_sync(d)) != SD_OK) {
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
     d->c.device_syncs++;
     sd_wait_device(d);
     sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */

@@ -2,11 +2,12 @@
  * passes it. An event never recorded counts as complete. */
 #include <stdlib.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 void sd_event_unref(struct sd_event *e)
 {
     if (--e->refs == 0) {
+        sd_capmark_free(e->capmark);
         if (e->s)
             sd_stream_unref(e->s);
         free(e);
@@ -64,7 +65,8 @@ int sd_event_create(void **out, unsigned flags)
 
 bool sd_event_pending(const struct sd_event *e)
 {
-    return e->recorded && e->s->done < e->seq;
+    /* A record inside a capture replaced the last real one: nothing is left to wait for. */
+    return e->recorded && !e->capmark && e->s->done < e->seq;
 }
 
 /* Looks up a live event and the sticky state of its device. Under sd_lock. */
@@ -88,7 +90,10 @@ int sd_event_record(void *event, void *stream, int ptsz)
         rc = sd_op_prepare(stream, ptsz, OP_EVENT, &s, &op);
     if (!rc && sd_inject_event_record(e->dev))
         rc = SD_ENOMEM;
-    if (rc) {
+    bool taken = false;
+    if (!rc)
+        rc = sd_capture_record(e, s, &taken);
+    if (rc || taken) {
         free(op);
         pthread_mutex_unlock(&sd_lock);
         return rc;
@@ -115,6 +120,8 @@ int sd_event_query(void *event)
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
     int rc = lookup(event, &e);
+    if (!rc)
+        rc = sd_capture_event_use(e);
     if (!rc && sd_event_pending(e))
         rc = SD_ENOTREADY;
     pthread_mutex_unlock(&sd_lock);
@@ -127,7 +134,9 @@ int sd_event_sync(void *event)
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
     int rc = lookup(event, &e);
-    if (!rc && e->recorded) {
+    if (!rc)
+        rc = sd_capture_event_use(e);
+    if (!rc && sd_event_pending(e)) {
         e->refs++;
         sd_wait_seq(e->s, e->seq);
         sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */

@@ -3,7 +3,7 @@
  * nothing and faults the device, as a GPU would. */
 #include <string.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 /* One side of a memory access: a device id (or -1 for host memory), a name for the fault
  * line, the address, and whether it is written (read-only VMM mappings refuse writes). */
@@ -98,6 +98,9 @@ void sd_op_execute(struct sd_stream *s, struct sd_op *op)
         op->u.callback.cb(op->u.callback.handle, status, op->u.callback.arg);
         break;
     }
+    case OP_GMEM:
+        sd_gmem_execute(op);
+        break;
     case OP_NOP:
     case OP_EVENT:
     case OP_FREE: /* takes effect at completion, under the lock */

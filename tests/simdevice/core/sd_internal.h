@@ -49,6 +49,8 @@ struct sd_alloc {
     uint64_t ipc_id;   /* the export's number in the exporting process */
     int ipc_pid;       /* imported: the exporting process */
     unsigned ipc_refs; /* imported: opens not yet closed */
+    uint64_t graph;    /* nonzero: graph memory (sd_graph_mem.c), reserved for a graph */
+    bool mapped;       /* graph memory between its allocation and its free in a launch */
 };
 
 enum { SD_IPC_EXPORTED = 1, SD_IPC_IMPORTED = 2 };
@@ -154,7 +156,7 @@ int sd_set_add(struct sd_set *s, const void *p);
 void sd_set_del(struct sd_set *s, const void *p);
 
 /* Operations queued on a stream. */
-enum sd_op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOSTFN, OP_CALLBACK, OP_EVENT, OP_FREE };
+enum sd_op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOSTFN, OP_CALLBACK, OP_EVENT, OP_FREE, OP_GMEM };
 
 struct sd_dep {
     struct sd_stream *s;
@@ -172,6 +174,7 @@ struct sd_op {
         struct { sd_callback cb; void *arg; void *handle; } callback;
         struct { struct sd_event *ev; uint64_t gen; } event;
         struct { uintptr_t addr; int dev; } free;
+        struct { uint64_t id; bool map; } gmem; /* a graph's memory node */
     } u;
     int ndeps;
     struct sd_dep deps[];
@@ -192,6 +195,7 @@ struct sd_stream {
     bool closing;
     void *owner; /* the driver context that created it (NULL for the runtime fronts) */
     struct sd_stream *next, *prev; /* in dev->streams while the worker lives */
+    struct sd_capstream *capture;  /* its part in a stream capture, or NULL (sd_capture.h) */
 };
 
 struct sd_event {
@@ -205,6 +209,7 @@ struct sd_event {
     bool timed;
     int refs;
     struct sd_event *next, *prev;
+    struct sd_capmark *capmark; /* its latest record was inside a capture (sd_capture.h) */
 };
 
 extern struct sd_set sd_streams_set, sd_events_set;

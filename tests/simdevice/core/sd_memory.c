@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 /* Pinned and managed host allocations, so pointer queries and memsets know them. */
 static struct sd_table host_allocs;
@@ -11,6 +11,15 @@ static struct sd_table host_allocs;
 static void count_bad_free(struct sd_device *d)
 {
     d->c.invalid_frees++;
+}
+
+/* A potentially unsafe call during a capture (sd_capture_unsafe), taking the lock for it. */
+static int unsafe_call(void)
+{
+    pthread_mutex_lock(&sd_lock);
+    int rc = sd_capture_unsafe();
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
 }
 
 /* The checks sd_malloc and sd_host_alloc start with: a faulted device and a null out-pointer
@@ -40,7 +49,7 @@ static bool free_done(const void *p, int *rc)
 int sd_malloc(void **p, size_t n)
 {
     int rc;
-    if (alloc_done(p, n, &rc))
+    if (alloc_done(p, n, &rc) || (rc = unsafe_call()) != SD_OK)
         return rc;
     /* A request larger than the whole device is refused at once, as a real driver does: its
      * size-proportional cost would otherwise be spent first (2^62 bytes: forever). */
@@ -68,11 +77,17 @@ int sd_malloc(void **p, size_t n)
 int sd_free(void *p)
 {
     int rc;
-    if (free_done(p, &rc))
+    if (free_done(p, &rc) || (rc = unsafe_call()) != SD_OK)
         return rc;
     pthread_mutex_lock(&sd_lock);
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
+    if (a && a->graph) {
+        if ((rc = sd_gmem_free(NULL, owner, a)) == SD_EBADFREE)
+            count_bad_free(owner);
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
     /* Imported memory is not the process's to free: it goes with cuIpcCloseMemHandle. */
     if (!a || a->free_pending || a->ipc == SD_IPC_IMPORTED) {
         count_bad_free(owner ? owner : sd_cur());
@@ -111,6 +126,13 @@ int sd_malloc_async(void **p, size_t n, void *stream, int ptsz)
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
     rc = sd_resolve_stream(stream, ptsz, &s);
+    if (!rc && s->capture) { /* an allocation node: the graph's memory, not the pool's */
+        rc = sd_gmem_capture_alloc(s, n, p);
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
+    if (!rc)
+        rc = sd_capture_legacy(s);
     if (!rc && n == 0)
         *p = NULL;
     else if (!rc)
@@ -137,6 +159,22 @@ int sd_free_async(void *p, void *stream, int ptsz)
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
     struct sd_op *op = NULL;
+    /* In a capture only graph memory can be freed (a free node); outside one graph memory is
+     * freed in stream order, the reservation staying the graph's. */
+    if (s->capture || (a && a->graph)) {
+        if (s->capture)
+            rc = a && a->graph ? sd_gmem_capture_free(s, owner, a) : SD_EINVAL;
+        else if ((rc = sd_capture_legacy(s)) == SD_OK)
+            rc = sd_gmem_free(s, owner, a);
+        if (rc == SD_EBADFREE)
+            count_bad_free(owner);
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
+    if ((rc = sd_capture_legacy(s)) != SD_OK) {
+        pthread_mutex_unlock(&sd_lock);
+        return rc;
+    }
     if (!a || a->free_pending || a->ipc == SD_IPC_IMPORTED) {
         count_bad_free(owner ? owner : s->dev);
         rc = SD_EBADFREE;
@@ -170,7 +208,7 @@ int sd_mem_info(size_t *free_bytes, size_t *total)
 int sd_host_alloc(void **p, size_t n, int managed)
 {
     int rc;
-    if (alloc_done(p, n, &rc))
+    if (alloc_done(p, n, &rc) || (rc = unsafe_call()) != SD_OK)
         return rc;
     void *m = NULL;
     if (posix_memalign(&m, 4096, n) != 0)
@@ -212,7 +250,7 @@ int sd_managed_alloc(void **p, size_t n, unsigned flags)
 int sd_host_free(void *p)
 {
     int rc;
-    if (free_done(p, &rc))
+    if (free_done(p, &rc) || (rc = unsafe_call()) != SD_OK)
         return rc;
     pthread_mutex_lock(&sd_lock);
     struct sd_alloc *a = sd_table_find_start(&host_allocs, (uintptr_t)p);
@@ -281,6 +319,18 @@ static int where(const void *p)
     return d ? d->id : -1;
 }
 
+/* A synchronous copy waits for its stream: refused where a capture forbids the calling thread
+ * to wait, or where the stream's work (or the legacy stream's, beside a blocking capture) is
+ * captured and never runs. Under sd_lock. */
+static int sync_refused(void *stream, int ptsz)
+{
+    int rc = sd_capture_unsafe();
+    struct sd_stream *s;
+    if (!rc && sd_resolve_stream(stream, ptsz, &s) == SD_OK)
+        rc = sd_capture_stream_wait(s);
+    return rc;
+}
+
 int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait)
 {
     int rc = sd_check_current();
@@ -293,9 +343,11 @@ int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int 
     pthread_mutex_lock(&sd_lock);
     int dd = where(dst), sdv = where(src);
     static const int want_dst[4] = {-1, 1, -1, 1}, want_src[4] = {-1, -1, 1, 1};
-    if (kind != 4 && n && ((want_dst[kind] < 0) != (dd < 0) || (want_src[kind] < 0) != (sdv < 0))) {
+    if (kind != 4 && n && ((want_dst[kind] < 0) != (dd < 0) || (want_src[kind] < 0) != (sdv < 0)))
         rc = SD_EINVAL;
-    } else {
+    else if (wait)
+        rc = sync_refused(stream, ptsz);
+    if (!rc) {
         struct sd_op proto = {.kind = OP_COPY, .u.copy = {dst, src, n, dd, sdv}};
         struct sd_stream *s;
         uint64_t seq;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 struct sd_set sd_streams_set, sd_events_set;
 
@@ -131,6 +131,8 @@ int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags,
 
 void sd_stream_close(struct sd_stream *s)
 {
+    if (s->capture)
+        sd_capture_stream_gone(s);
     s->closing = true;
     pthread_cond_signal(&s->work);
     sd_stream_unref(s);
@@ -211,6 +213,17 @@ int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_strea
     if (rc)
         return rc;
     op->u = proto->u;
+    bool taken;
+    rc = sd_capture_take(s, op, &taken);
+    if (rc || taken) { /* recorded into a capture (or refused): nothing is queued */
+        if (!taken)
+            free(op);
+        if (sout)
+            *sout = s;
+        if (seq)
+            *seq = 0;
+        return rc;
+    }
     uint64_t q = sd_enqueue(s, op, NULL);
     if (sout)
         *sout = s;

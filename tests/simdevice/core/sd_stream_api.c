@@ -1,7 +1,7 @@
 /* sd_stream_api.c: the stream calls of the API, on top of sd_stream.c's queues. */
 #include <stdlib.h>
 
-#include "sd_internal.h"
+#include "sd_capture.h"
 
 int sd_stream_create(void **out, unsigned flags, int priority)
 {
@@ -49,6 +49,10 @@ int sd_stream_sync(void *stream, int ptsz)
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
     int rc = sd_resolve_live(stream, ptsz, &s);
+    if (!rc)
+        rc = sd_capture_unsafe();
+    if (!rc)
+        rc = sd_capture_stream_wait(s);
     if (!rc) {
         if (s->kind == SK_LEGACY) {
             /* Waiting on the legacy stream waits for the blocking streams as a legacy op would. */
@@ -74,6 +78,10 @@ int sd_stream_query(void *stream, int ptsz)
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
     int rc = sd_resolve_live(stream, ptsz, &s);
+    if (!rc)
+        rc = sd_capture_unsafe();
+    if (!rc)
+        rc = sd_capture_stream_wait(s);
     if (!rc && s->done < s->enq)
         rc = SD_ENOTREADY;
     pthread_mutex_unlock(&sd_lock);
@@ -106,7 +114,10 @@ int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz)
         rc = SD_EHANDLE;
     if (!rc)
         rc = s->dev->sticky;
-    if (!rc) {
+    bool handled = false;
+    if (!rc)
+        rc = sd_capture_wait_event(s, event, &handled);
+    if (!rc && !handled) {
         struct sd_event *e = event;
         s->dev->c.stream_waits++;
         if (sd_event_pending(e)) {

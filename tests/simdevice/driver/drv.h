@@ -18,6 +18,16 @@ typedef uintptr_t CUdeviceptr;
 typedef void *CUstream;
 typedef void *CUevent;
 typedef struct drv_ctx *CUcontext;
+typedef void *CUgraph;
+typedef void *CUgraphExec;
+typedef void *CUgraphNode;
+/* What cuGraphInstantiateWithParams reads and writes. */
+typedef struct {
+    uint64_t flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    int result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 typedef struct { char bytes[16]; } CUuuid;
 /* What cuMemCreate and cuMemGetAllocationGranularity read: pinned memory on a device. */
 typedef struct {
@@ -62,6 +72,16 @@ enum {
     CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
     CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
     CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_ILLEGAL_STATE = SD_EILLSTATE,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = SD_ECAPUNSUP,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = SD_ECAPINVALID,
+    CUDA_ERROR_STREAM_CAPTURE_MERGE = SD_ECAPMERGE,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = SD_ECAPUNMATCHED,
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = SD_ECAPUNJOINED,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = SD_ECAPISOLATION,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = SD_ECAPIMPLICIT,
+    CUDA_ERROR_CAPTURED_EVENT = SD_ECAPEVENT,
+    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = SD_ECAPTHREAD,
 };
 
 /* The driver version this stand-in reports (CUDA 13.0). */

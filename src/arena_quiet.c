@@ -1,0 +1,65 @@
+/* Quiet while a stream capture is under way. A capture forbids calls that the arena makes on
+ * its own behalf: an event record on the capturing stream (it would belong to the graph), a
+ * query of such an event, any work on the legacy stream beside a blocking capture, a device
+ * synchronization, and in global mode every allocation, free, query and synchronization from
+ * any thread. So while one is under way the arena makes none: it serves blocks that are
+ * certainly reusable (free in the pool, or a whole segment known safe), refuses the rest, and
+ * keeps what needs the device (a fence, the switch away from the single-stream fast path, the
+ * watch of a destroyed stream) for later, as PyTorch defers its events until no capture is
+ * under way. Every backend call is made under a device lock or inside a counted unlocked
+ * window, and the checks read `quiet` after taking the lock; ca_quiet_begin takes each lock
+ * and waits out the windows, so no call that started before it can land in the capture. */
+#include "arena_internal.h"
+
+void ca_quiet_begin(ca_arena *a)
+{
+    __atomic_add_fetch(&a->quiet, 1, __ATOMIC_SEQ_CST);
+    int n = ca_device_count(a);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        ca_lock_acquire(&d->lock);
+        for (uint32_t w; (w = d->windows) != 0;) {
+            ca_lock_release(&d->lock);
+            ca_futex_wait(&d->windows, w);
+            ca_lock_acquire(&d->lock);
+        }
+        ca_lock_release(&d->lock);
+    }
+}
+
+void ca_quiet_end(ca_arena *a)
+{
+    __atomic_sub_fetch(&a->quiet, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The synchronization owed since the quiet: before it, blocks freed on the fast path may still
+ * be in use, and fences recorded after a stream's unwatched destruction prove nothing. */
+static void settle(ca_arena *a, ca_device *d)
+{
+    d->sync_owed = false;
+    if (!d->fenced && a->cfg.pool != CA_POOL_NONE) {
+        ca_fence_switch(a, d);
+        return;
+    }
+    ca_wait_device(a, d);
+    if (a->cfg.pool == CA_POOL_NONE) { /* frees made quietly kept their segments */
+        int n;
+        ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+        d->st.driver_free_calls += (uint64_t)n;
+        ca_window_begin(d);
+        ca_release_list(a, d, list, n);
+        ca_window_end(d);
+    }
+}
+
+bool ca_quiet_refuses(ca_arena *a, ca_device *d)
+{
+    if (!ca_quiet(a)) {
+        if (d->sync_owed)
+            settle(a, d);
+        return false;
+    }
+    return !d->ready || (d->sync_owed && !d->fenced);
+}
