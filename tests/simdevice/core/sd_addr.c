@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sd_capture.h"
+#include "sd_sorted.h"
 
 static size_t page_size(void)
 {
@@ -47,18 +48,12 @@ struct sd_device *sd_dev_of(const void *p)
     return sd_vmm_dev_of(a);
 }
 
+_Static_assert(offsetof(struct sd_alloc, addr) == 0, "allocations are address-ordered records");
+
 /* Index of the first allocation whose address is > p. */
 static size_t upper(const struct sd_table *t, uintptr_t p)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->v[mid].addr <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return sd_sorted_upper(t->v, t->n, sizeof *t->v, p);
 }
 
 struct sd_alloc *sd_table_find_start(struct sd_table *t, uintptr_t p)
@@ -79,18 +74,10 @@ struct sd_alloc *sd_table_find_containing(struct sd_table *t, uintptr_t p)
 
 int sd_table_insert(struct sd_table *t, const struct sd_alloc *a)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        struct sd_alloc *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = cap;
-    }
-    size_t i = upper(t, a->addr);
-    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
-    t->v[i] = *a;
-    t->n++;
+    struct sd_alloc *v = sd_sorted_insert(t->v, &t->n, &t->cap, sizeof *t->v, a);
+    if (!v)
+        return -1;
+    t->v = v;
     return 0;
 }
 
@@ -99,9 +86,7 @@ void sd_table_remove(struct sd_table *t, uintptr_t addr)
     size_t i = upper(t, addr);
     if (!i || t->v[i - 1].addr != addr)
         return;
-    i--;
-    memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof *t->v);
-    t->n--;
+    sd_sorted_cut(t->v, &t->n, sizeof *t->v, i - 1, 1);
 }
 
 /* First gap of `span` bytes at or after `from` and ending before `limit`, or 0. */

@@ -6,7 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sd_sorted.h"
 #include "sd_vmm_internal.h"
+
+_Static_assert(offsetof(struct vmm_span, addr) == 0, "spans are address-ordered records");
 
 struct vmm_spans sd_vmm_reservations, sd_vmm_mappings;
 
@@ -18,15 +21,7 @@ static uintptr_t lo, hi, base, end, cursor;
 
 size_t vmm_upper(const struct vmm_spans *t, uintptr_t p)
 {
-    size_t l = 0, h = t->n;
-    while (l < h) {
-        size_t mid = l + (h - l) / 2;
-        if (t->v[mid].addr <= p)
-            l = mid + 1;
-        else
-            h = mid;
-    }
-    return l;
+    return sd_sorted_upper(t->v, t->n, sizeof *t->v, p);
 }
 
 struct vmm_span *vmm_containing(struct vmm_spans *t, uintptr_t p)
@@ -47,25 +42,16 @@ bool vmm_overlaps(const struct vmm_spans *t, uintptr_t p, size_t n)
 
 int vmm_insert(struct vmm_spans *t, const struct vmm_span *s)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        struct vmm_span *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = cap;
-    }
-    size_t i = vmm_upper(t, s->addr);
-    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
-    t->v[i] = *s;
-    t->n++;
+    struct vmm_span *v = sd_sorted_insert(t->v, &t->n, &t->cap, sizeof *t->v, s);
+    if (!v)
+        return -1;
+    t->v = v;
     return 0;
 }
 
 void vmm_cut(struct vmm_spans *t, size_t i, size_t count)
 {
-    memmove(&t->v[i], &t->v[i + count], (t->n - i - count) * sizeof *t->v);
-    t->n -= count;
+    sd_sorted_cut(t->v, &t->n, sizeof *t->v, i, count);
 }
 
 bool vmm_run(uintptr_t p, size_t n, size_t *first, size_t *count)
