@@ -116,6 +116,14 @@ CUresult drv_ret(int rc);
 CUresult drv_enter(void);
 /* Like drv_enter, then runs the core's sticky-fault check. */
 CUresult drv_enter_live(void);
+/* Returns the error from the enclosing entry point when the check `rc` fails. */
+#define DRV_TRY(rc)          \
+    do {                     \
+        CUresult rc_ = (rc); \
+        if (rc_)             \
+            return rc_;      \
+    } while (0)
+
 /* True once cuInit succeeded. */
 bool drv_initialized(void);
 /* The calling thread's current context, or NULL. */

@@ -5,17 +5,10 @@
 
 #include "drv.h"
 
-#define ENTER()                          \
-    do {                                 \
-        CUresult rc_ = drv_enter_live(); \
-        if (rc_)                         \
-            return rc_;                  \
-    } while (0)
-
 /* Allocates device memory in the current context. */
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     /* The driver refuses a zero-byte allocation, unlike the runtime. */
     if (!p || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -25,7 +18,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 /* Frees device or managed memory after waiting for the device, as a GPU driver does. */
 API CUresult cuMemFree_v2(CUdeviceptr p)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     int type, dev;
     void *dp, *hp;
     sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
@@ -37,42 +30,42 @@ API CUresult cuMemFree_v2(CUdeviceptr p)
 /* Free and total memory of the current context's device. */
 API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_mem_info(free_bytes, total));
 }
 
 /* Stream-ordered allocation from the device's default pool. */
 API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_malloc_async((void **)p, n, s, 0));
 }
 
 /* Stream-ordered allocation; NULL names the calling thread's default stream. */
 API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_malloc_async((void **)p, n, s, 1));
 }
 
 /* Stream-ordered free: takes effect when the stream reaches it. */
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_free_async((void *)p, s, 0));
 }
 
 /* Stream-ordered free on the per-thread default stream for NULL. */
 API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_free_async((void *)p, s, 1));
 }
 
 /* Managed memory: host memory counted against the device's capacity. */
 API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     if (!p || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
     return drv_ret(sd_managed_alloc((void **)p, n, flags));
@@ -82,7 +75,7 @@ API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags)
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
     (void)flags;
-    ENTER();
+    DRV_TRY(drv_enter_live());
     if (!p || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
     return drv_ret(sd_host_alloc(p, n, 0));
@@ -97,7 +90,7 @@ API CUresult cuMemAllocHost_v2(void **p, size_t n)
 /* Frees page-locked host memory, after waiting for the device; managed memory is refused. */
 API CUresult cuMemFreeHost(void *p)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     int type, dev;
     void *d, *h;
     sd_pointer_info(p, &type, &dev, &d, &h);
@@ -109,7 +102,7 @@ API CUresult cuMemFreeHost(void *p)
 /* Pinned host memory is mapped at the same address on the device (unified addressing). */
 API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     int type, dev;
     void *d, *h;
     if (!dp || flags)
@@ -124,7 +117,7 @@ API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned fla
 /* Base and size of the device allocation holding p. */
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     void *b;
     size_t n;
     if (sd_alloc_range((void *)p, &b, &n) != SD_OK)
@@ -228,7 +221,7 @@ enum { K_HTOD = 1, K_DTOH = 2, K_DTOD = 3, K_ANY = 4 };
 
 static CUresult copy(void *d, const void *s, size_t n, int kind, CUstream st, int ptsz, int wait)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_memcpy(d, s, n, kind, st, ptsz, wait));
 }
 
@@ -255,7 +248,7 @@ API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, C
 
 static CUresult set8(CUdeviceptr d, unsigned char v, size_t n, CUstream st, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_memset(PTR(d), v, n, st, ptsz));
 }
 

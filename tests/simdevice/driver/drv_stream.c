@@ -4,27 +4,20 @@
 
 #include "drv.h"
 
-#define ENTER()                          \
-    do {                                 \
-        CUresult rc_ = drv_enter_live(); \
-        if (rc_)                         \
-            return rc_;                  \
-    } while (0)
-
 typedef void (*CUhostFn)(void *arg);
 typedef void (*CUstreamCallback)(CUstream s, CUresult status, void *arg);
 
 /* Creates a stream in the current context; flag 1 is non-blocking. */
 API CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_stream_create(s, flags, 0));
 }
 
 /* Creates a stream with a priority (recorded, not modelled). */
 API CUresult cuStreamCreateWithPriority(CUstream *s, unsigned flags, int priority)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_stream_create(s, flags, priority));
 }
 
@@ -49,13 +42,13 @@ static CUresult stream_query(CUstream s, int ptsz)
 
 static CUresult stream_wait(CUstream s, CUevent e, unsigned flags, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_stream_wait_event(s, e, flags, ptsz));
 }
 
 static CUresult stream_flags(CUstream s, unsigned *flags, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_stream_flags(s, ptsz, flags));
 }
 
@@ -85,13 +78,13 @@ static CUresult stream_ctx(CUstream s, CUcontext *pctx, int ptsz)
 
 static CUresult host_func(CUstream s, CUhostFn fn, void *arg, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_host_func(s, ptsz, fn, arg));
 }
 
 static CUresult add_callback(CUstream s, CUstreamCallback cb, void *arg, unsigned flags, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_stream_callback(s, ptsz, (sd_callback)(void (*)(void))cb, arg, flags));
 }
 
@@ -130,13 +123,13 @@ API CUresult cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext *c, void **green)
 /* Creates an event; flags: 1 blocking sync, 2 disable timing, 4 interprocess. */
 API CUresult cuEventCreate(CUevent *e, unsigned flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_event_create(e, flags));
 }
 
 static CUresult record(CUevent e, CUstream s, int ptsz)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_event_record(e, s, ptsz));
 }
 
@@ -171,7 +164,7 @@ API CUresult cuEventDestroy_v2(CUevent e)
 /* Milliseconds between two completed events. */
 API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_event_elapsed(ms, a, b));
 }
 
@@ -232,7 +225,7 @@ API CUresult cuKernelGetFunction(void **fn, void *kernel)
 
 static CUresult launch(const char *what)
 {
-    ENTER();
+    DRV_TRY(drv_enter_live());
     return drv_ret(sd_launch_refused(what));
 }
 

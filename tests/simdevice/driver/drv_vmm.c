@@ -7,13 +7,6 @@ _Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp size");
 _Static_assert(offsetof(CUmemAllocationProp, location) == 8, "prop.location");
 _Static_assert(sizeof(struct sd_vmm_access) == 12, "CUmemAccessDesc size");
 
-#define ENTER()                     \
-    do {                            \
-        CUresult rc_ = drv_enter(); \
-        if (rc_)                    \
-            return rc_;             \
-    } while (0)
-
 static int prop_device(const CUmemAllocationProp *prop)
 {
     return prop ? sd_vmm_prop_device(prop->type, prop->location.type, prop->location.id) : -1;
@@ -33,7 +26,7 @@ API CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp 
 API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
                                  unsigned long long flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
     return drv_ret(sd_vmm_reserve((void **)ptr, size, align, addr));
@@ -42,7 +35,7 @@ API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CU
 /* Frees a whole reservation that holds no mapping. */
 API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     return drv_ret(sd_vmm_free((void *)ptr, size));
 }
 
@@ -50,7 +43,7 @@ API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 API CUresult cuMemCreate(uint64_t *handle, size_t size, const CUmemAllocationProp *prop,
                          unsigned long long flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     int dev = prop_device(prop);
     if (flags || dev < 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -60,7 +53,7 @@ API CUresult cuMemCreate(uint64_t *handle, size_t size, const CUmemAllocationPro
 /* Releases a handle; its memory goes with its last mapping. */
 API CUresult cuMemRelease(uint64_t handle)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     return drv_ret(sd_vmm_release(handle));
 }
 
@@ -68,7 +61,7 @@ API CUresult cuMemRelease(uint64_t handle)
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, uint64_t handle,
                       unsigned long long flags)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
     return drv_ret(sd_vmm_map((void *)ptr, size, offset, handle));
@@ -77,7 +70,7 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, uint64_t hand
 /* Unmaps whole mappings after in-flight copies finish. */
 API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     return drv_ret(sd_vmm_unmap((void *)ptr, size));
 }
 
@@ -85,6 +78,6 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const struct sd_vmm_access *desc,
                             size_t count)
 {
-    ENTER();
+    DRV_TRY(drv_enter());
     return drv_ret(sd_vmm_set_access_list((void *)ptr, size, desc, count));
 }
