@@ -3,6 +3,7 @@
  * device (a free of another device's block, a reclaim of all devices): every device-bound call
  * switches to that device and back, so the program never sees its current device change. */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -115,16 +116,18 @@ static int be_event_record(void *ctx, int dev, ca_event_t ev, ca_stream_t s)
     return to_status(rt, e);
 }
 
-static int be_event_query(void *ctx, int dev, ca_event_t ev)
+/* A runtime whose queries record "not ready" as the last error (HIP): the cache's own query
+ * must neither show up in the program's next check nor replace an error the program has not
+ * read yet. False when such an error is pending: the query waits for a later look. */
+static bool may_query(ca_runtime *rt)
 {
-    ca_runtime *rt = ctx;
-    /* A runtime whose queries record "not ready" as the last error (HIP): the cache's own
-     * query must neither show up in the program's next check nor replace an error the program
-     * has not read yet. With such an error pending the query waits for a later look. */
-    if (rt->fn.peek_last_error != NULL && REAL(rt->fn.peek_last_error()) != rt->codes.success)
-        return 0;
-    /* Events are not bound to the current device for a query: no switch needed. */
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_query(ev)));
+    return rt->fn.peek_last_error == NULL || REAL(rt->fn.peek_last_error()) == rt->codes.success;
+}
+
+/* A query's answer as the arena takes it: 1 complete, 0 not yet, -1 an error. */
+static int query_answer(ca_runtime *rt, int dev, ca_rt_err e)
+{
+    e = noted(rt, dev, e);
     if (e == rt->codes.success)
         return 1;
     if (e == rt->codes.not_ready) {
@@ -133,6 +136,26 @@ static int be_event_query(void *ctx, int dev, ca_event_t ev)
         return 0;
     }
     return -1;
+}
+
+static int be_event_query(void *ctx, int dev, ca_event_t ev)
+{
+    ca_runtime *rt = ctx;
+    if (!may_query(rt))
+        return 0;
+    /* Events are not bound to the current device for a query: no switch needed. */
+    return query_answer(rt, dev, REAL(rt->fn.event_query(ev)));
+}
+
+static int be_stream_query(void *ctx, int dev, ca_stream_t s)
+{
+    ca_runtime *rt = ctx;
+    if (!ca_stream_nameable(s) || !may_query(rt))
+        return 0;
+    int prev = enter_device(rt, dev);
+    int done = query_answer(rt, dev, REAL(rt->fn.stream_query(ca_stream_handle(rt, s))));
+    leave_device(rt, prev);
+    return done;
 }
 
 static int be_event_synchronize(void *ctx, int dev, ca_event_t ev)
@@ -299,6 +322,7 @@ void ca_backend_make(ca_runtime *rt, ca_backend *be)
         .event_query = be_event_query,
         .event_synchronize = be_event_synchronize,
         .stream_wait_event = be_stream_wait_event,
+        .stream_query = rt->fn.stream_query ? be_stream_query : NULL,
         .device_synchronize = be_device_synchronize,
         .mem_info = be_mem_info,
         .clear_error = be_clear_error,

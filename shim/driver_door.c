@@ -227,6 +227,7 @@ static int drv_resolve(ca_runtime *rt)
     PUT(event_destroy, LOOK("cuEventDestroy", 4000, CUABI_GPA_LEGACY, "cuEventDestroy_v2"));
     PUT(stream_wait_event, LOOK("cuStreamWaitEvent", 3020, CUABI_GPA_LEGACY, "cuStreamWaitEvent"));
     OPT(stream_get_flags, LOOK("cuStreamGetFlags", 5050, CUABI_GPA_LEGACY, "cuStreamGetFlags"));
+    OPT(stream_query, LOOK("cuStreamQuery", 2000, CUABI_GPA_LEGACY, "cuStreamQuery"));
     /* Expandable segments: through the real lookup, never the shim's own entry points. */
     OPT(mem_address_reserve, VMM("cuMemAddressReserve"));
     OPT(mem_address_free, VMM("cuMemAddressFree"));

@@ -35,6 +35,7 @@ static const ca_rt_sym hip_syms[] = {
     SYM(stream_create_with_priority, "hipStreamCreateWithPriority", 1),
     SYM(stream_destroy, "hipStreamDestroy", 1),
     SYM(stream_get_flags, "hipStreamGetFlags", 0),
+    SYM(stream_query, "hipStreamQuery", 0),
     /* Expandable segments, where the runtime has virtual memory management (ROCm 5.2). */
     SYM(mem_address_reserve, "hipMemAddressReserve", 0),
     SYM(mem_address_free, "hipMemAddressFree", 0),

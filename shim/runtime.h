@@ -50,6 +50,7 @@ typedef struct ca_rt_fns {
     ca_rt_err (*stream_create_with_priority)(void **stream, unsigned flags, int priority);
     ca_rt_err (*stream_destroy)(void *stream);
     ca_rt_err (*stream_get_flags)(void *stream, unsigned *flags);
+    ca_rt_err (*stream_query)(void *stream); /* optional: fences then skip idle streams */
     /* Optional: CUDA's per-thread-default-stream forms, HIP's flagged allocation. */
     ca_rt_err (*malloc_async_ptsz)(void **ptr, size_t size, void *stream);
     ca_rt_err (*free_async_ptsz)(void *ptr, void *stream);

@@ -47,6 +47,10 @@ typedef struct ca_backend {
     int (*event_query)(void *ctx, int dev, ca_event_t ev);
     /* Block until ev completed. Never called under a lock. */
     int (*event_synchronize)(void *ctx, int dev, ca_event_t ev);
+    /* 1 when every piece of work queued on stream s so far has completed, 0 when not yet,
+     * negative on error (never taken as idle). May be NULL: fences then record an event on
+     * every stream. */
+    int (*stream_query)(void *ctx, int dev, ca_stream_t s);
     /* Make stream s wait on the GPU for ev. May be NULL (then only host polling is used). */
     int (*stream_wait_event)(void *ctx, int dev, ca_stream_t s, ca_event_t ev);
     /* Block until device dev is idle. Never called under a lock. */

@@ -93,10 +93,15 @@ bool ca_fence_record(ca_arena *a, ca_device *d)
     f->dying_upto = d->dying_stamp;
     f->nev = 0;
     /* The legacy stream's event also covers every blocking stream, per-thread ones included.
-     * A fence missing one stream would complete too early: all events or no fence. */
+     * A created stream found idle now has finished everything queued before these frees: it
+     * needs no event, and an event costs the driver more than a query (an idle stream is the
+     * common case beside a busy one). A fence missing one stream that was busy would complete
+     * too early: all those events or no fence. */
     for (int i = -1; i < d->nstreams; i++) {
-        ca_event_t ev = ca_event_get(a, d);
         ca_stream_t s = i < 0 ? CA_STREAM_LEGACY : d->streams[i];
+        if (i >= 0 && a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
+            continue;
+        ca_event_t ev = ca_event_get(a, d);
         if (!ev || a->be.event_record(a->be.ctx, d->id, ev, s) != CA_OK) {
             if (ev)
                 ca_event_put(d, ev);
@@ -177,6 +182,11 @@ static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
             p->safe_seq = p->ev_seq;
     }
     if (!p->ev_inflight && !p->dead && p->last_free_seq > p->safe_seq) {
+        /* An idle stream has finished the work of every free made on it: no event needed. */
+        if (a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, p->stream) > 0) {
+            p->safe_seq = p->last_free_seq;
+            return;
+        }
         /* An idle stream passes a fresh event at once: look again before growing. */
         ca_async_freed(a, d, p);
         if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) > 0) {

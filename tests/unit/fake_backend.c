@@ -143,6 +143,17 @@ static int f_event_query_unlocked(void *ctx, int d, ca_event_t ev)
     return !e->recorded || dev->streams[e->stream].done >= e->seq;
 }
 
+static int f_stream_query_unlocked(void *ctx, int d, ca_stream_t s)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    fake_queue *q = &dev->streams[fake_stream(dev, s)];
+    dev->stream_queries++;
+    if (dev->query_error)
+        return -1;
+    return q->done >= q->enq;
+}
+
 static int f_event_sync_unlocked(void *ctx, int d, ca_event_t ev)
 {
     fake_device *dev = ctx;
@@ -178,6 +189,7 @@ static int f_event_create(void *ctx, int d, ca_event_t *out) { LOCKED(f_event_cr
 static int f_event_destroy(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_destroy_unlocked(ctx, d, ev)); }
 static int f_event_record(void *ctx, int d, ca_event_t ev, ca_stream_t s) { LOCKED(f_event_record_unlocked(ctx, d, ev, s)); }
 static int f_event_query(void *ctx, int d, ca_event_t ev) { LOCKED(f_event_query_unlocked(ctx, d, ev)); }
+static int f_stream_query(void *ctx, int d, ca_stream_t s) { LOCKED(f_stream_query_unlocked(ctx, d, s)); }
 static void run_hook(void (**hook)(void))
 {
     /* Several threads may wait at once: exactly one of them runs the hook. */
@@ -246,6 +258,7 @@ void fake_init(fake_device *dev, ca_backend *be, uint64_t capacity)
         .event_query = f_event_query,
         .event_synchronize = f_event_sync,
         .stream_wait_event = NULL,
+        .stream_query = f_stream_query,
         .device_synchronize = f_device_sync,
         .mem_info = f_mem_info,
         .clear_error = f_clear,

@@ -58,6 +58,7 @@ typedef struct fake_device {
     size_t live_size[4096];
     int nlive;
     uint64_t allocs, releases, device_syncs, event_syncs, records, queries, clears;
+    uint64_t stream_queries;
     int record_fails_for;   /* stream index whose records fail (-1: none) */
     int query_error;        /* inject: every query of a recorded event answers an error */
     fake_queue streams[FAKE_MAX_STREAMS];

@@ -192,8 +192,9 @@ static void test_plain_free_waits_for_fence(void **state)
     assert_ptr_not_equal(y, x);
     assert_true(y < x || y >= x + MiB);
     assert_int_equal(stats(f).fences, 1);
-    /* One event per live stream plus the legacy stream's. */
-    assert_int_equal(f->dev.records, 3);
+    /* The legacy stream's event and one on S2; idle S1 was asked instead, and needs none. */
+    assert_int_equal(f->dev.records, 2);
+    assert_true(f->dev.stream_queries >= 2);
     fake_complete(&f->dev, S2);
     char *z = must_alloc(f, MiB, NULL, CA_API_PLAIN);
     assert_ptr_equal(z, x);
@@ -242,11 +243,12 @@ static void test_fences_batch_frees(void **state)
     void *ps[50];
     for (int i = 0; i < 50; i++)
         ps[i] = must_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
+    fake_work(&f->dev, S1);
     for (int i = 0; i < 50; i++)
         must_free(f, ps[i], NULL, CA_API_PLAIN);
     uint64_t before = f->dev.records;
     void *p = must_alloc(f, 4 * KiB, NULL, CA_API_PLAIN);
-    /* Fifty frees, one fence: legacy + S1. */
+    /* Fifty frees, one fence: legacy + busy S1. */
     assert_int_equal(f->dev.records - before, 2);
     assert_int_equal(stats(f).fences, 1);
     must_free(f, p, NULL, CA_API_PLAIN);
@@ -320,6 +322,32 @@ static void test_async_free_on_other_stream_waits(void **state)
     assert_true(z == x || z2 == x);
     must_free(f, z, S1, CA_API_ASYNC);
     must_free(f, z2, S1, CA_API_ASYNC);
+}
+
+/* A stream found idle has finished every free made on it: a free made while the pool's event
+ * was in flight needs no second event once the stream is idle. */
+static void test_idle_stream_passes_without_event(void **state)
+{
+    fixture *f = *state;
+    ca_stream_created(f->a, 0, S1, 1);
+    ca_stream_created(f->a, 0, S2, 1);
+    char *x1 = must_alloc(f, 64 * MiB, S1, CA_API_ASYNC);
+    char *x2 = must_alloc(f, 64 * MiB, S1, CA_API_ASYNC);
+    fake_work(&f->dev, S1);
+    must_free(f, x1, S1, CA_API_ASYNC); /* records the pool's event */
+    must_free(f, x2, S1, CA_API_ASYNC); /* covered by no event yet */
+    char *y = must_alloc(f, 64 * MiB, S2, CA_API_ASYNC);
+    assert_true(y != x1 && y != x2); /* S1 still runs work that may use them */
+    fake_complete(&f->dev, S1);
+    uint64_t records = f->dev.records;
+    char *z1 = must_alloc(f, 64 * MiB, S2, CA_API_ASYNC);
+    char *z2 = must_alloc(f, 64 * MiB, S2, CA_API_ASYNC);
+    assert_true((z1 == x1 && z2 == x2) || (z1 == x2 && z2 == x1));
+    assert_int_equal(f->dev.allocs, 3);
+    assert_int_equal(f->dev.records, records); /* S1 was asked, not given an event */
+    must_free(f, y, S2, CA_API_ASYNC);
+    must_free(f, z1, S2, CA_API_ASYNC);
+    must_free(f, z2, S2, CA_API_ASYNC);
 }
 
 static void test_stream_reuse_contract_is_immediate(void **state)
@@ -667,6 +695,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_zero_and_null, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_stream_passes_without_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_best_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_sizes, setup, teardown),
