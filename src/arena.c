@@ -692,6 +692,8 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
          * include s, are trusted only once this event completed. */
         if (ca_quiet(a))
             d->sync_owed = true; /* cannot watch s now: a synchronization after the capture */
+        else if (a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
+            ; /* idle: nothing queued on it can touch memory any more */
         else if (!track_dying(a, d, s))
             ca_wait_device(a, d); /* cannot watch s: wait for it once, now */
     }

@@ -34,12 +34,28 @@ static void pt_init(void)
     pthread_key_create(&pt_key, pt_release);
 }
 
+/* Objects of streams that are gone, reused last-gone first: as with the real driver, a new
+ * stream may get the handle of one destroyed before it, which a cache keyed by handles must
+ * survive. Under sd_lock; bounded by the most streams alive at once. */
+static struct sd_stream *recycled;
+
 void sd_stream_unref(struct sd_stream *s)
 {
     if (--s->refs == 0) {
         pthread_cond_destroy(&s->work);
-        free(s);
+        s->next = recycled;
+        recycled = s;
     }
+}
+
+static struct sd_stream *stream_object(void)
+{
+    struct sd_stream *s = recycled;
+    if (!s)
+        return calloc(1, sizeof *s);
+    recycled = s->next;
+    memset(s, 0, sizeof *s);
+    return s;
 }
 
 static void complete(struct sd_stream *s, struct sd_op *op)
@@ -100,7 +116,7 @@ static void *worker(void *arg)
 int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags, int prio,
                   struct sd_stream **out)
 {
-    struct sd_stream *s = calloc(1, sizeof *s);
+    struct sd_stream *s = stream_object();
     if (!s)
         return SD_ENOMEM;
     s->dev = d;
