@@ -19,6 +19,20 @@ static struct known *known_tab;
 static size_t known_cap; /* power of two, or 0 */
 static size_t known_count;
 
+/* Each thread remembers the last stream it looked up, valid while known_gen is unchanged: a
+ * loop on one stream then reads no shared lock (every reader of a rwlock writes to it). Any
+ * change to the table bumps the generation, so a handle destroyed and reused for another
+ * stream is looked up again. */
+static atomic_uint_fast64_t known_gen = 1;
+static _Thread_local struct known tl_known;
+static _Thread_local uint_fast64_t tl_known_gen;
+
+/* Caller holds known_lock for writing, and has just changed the table. */
+static void known_changed(void)
+{
+    atomic_fetch_add_explicit(&known_gen, 1, memory_order_release);
+}
+
 static size_t slot_of(const void *h, size_t cap)
 {
     uint64_t x = (uint64_t)(uintptr_t)h;
@@ -46,6 +60,7 @@ static size_t known_find(const void *h)
 static void known_put(void *h, int dev)
 {
     size_t i = known_find(h);
+    known_changed();
     if (i != (size_t)-1) {
         known_tab[i].dev = dev;
         return;
@@ -79,6 +94,7 @@ static void known_put(void *h, int dev)
 static void known_del_at(size_t i)
 {
     size_t mask = known_cap - 1;
+    known_changed();
     known_tab[i].handle = NULL;
     known_count--;
     /* Backward shift: pull later members of the probe run into the hole. */
@@ -229,6 +245,25 @@ static ca_rt_err meet_stream(ca_runtime *rt, void *stream, int dev)
     return rt->codes.success;
 }
 
+/* ca_stream_key for a handle this thread did not look up last: out of line, so that a hit in
+ * ca_stream_key saves no registers. */
+static __attribute__((noinline)) ca_rt_err known_key(ca_runtime *rt, void *stream,
+                                                     uint_fast64_t gen, int *dev)
+{
+    pthread_rwlock_rdlock(&known_lock);
+    size_t i = known_find(stream);
+    int known_dev = i != (size_t)-1 ? known_tab[i].dev : -1;
+    pthread_rwlock_unlock(&known_lock);
+    if (known_dev >= 0) {
+        /* gen was read before the lookup: a change since makes the next call look again. */
+        tl_known = (struct known){stream, known_dev};
+        tl_known_gen = gen;
+        *dev = known_dev;
+        return rt->codes.success;
+    }
+    return meet_stream(rt, stream, *dev);
+}
+
 ca_rt_err ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev, ca_stream_t *key)
 {
     if (stream == NULL) {
@@ -244,15 +279,12 @@ ca_rt_err ca_stream_key(ca_runtime *rt, void *stream, int ptsz, int *dev, ca_str
         return rt->codes.success;
     }
     *key = stream;
-    pthread_rwlock_rdlock(&known_lock);
-    size_t i = known_find(stream);
-    int known_dev = i != (size_t)-1 ? known_tab[i].dev : -1;
-    pthread_rwlock_unlock(&known_lock);
-    if (known_dev >= 0) {
-        *dev = known_dev;
+    uint_fast64_t gen = atomic_load_explicit(&known_gen, memory_order_acquire);
+    if (tl_known.handle == stream && tl_known_gen == gen) {
+        *dev = tl_known.dev;
         return rt->codes.success;
     }
-    return meet_stream(rt, stream, *dev);
+    return known_key(rt, stream, gen, dev);
 }
 
 void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key)
@@ -299,6 +331,7 @@ void ca_streams_after_fork(void)
 void ca_streams_forget(int dev)
 {
     pthread_rwlock_wrlock(&known_lock);
+    known_changed();
     if (dev < 0) {
         for (size_t i = 0; i < known_cap; i++)
             known_tab[i].handle = NULL;
