@@ -61,10 +61,16 @@ static CUresult hook6(void **buf, size_t *size)
 static const drv_fn hooks_table[7] = {SIZE_WORD(7), U, F(hook2), U, U, U, F(hook6)};
 static const drv_fn tools_tls_table[4] = {SIZE_WORD(4), U, U, U};
 
-/* Context-local storage: one small map per context, keyed by the runtime's key. */
+/* Context-local storage: one small map per context, keyed by the runtime's key. The runtime
+ * reads it on every call (twice per cudaMalloc), from every thread: reads take no lock, as the
+ * real driver's cannot afford one either. A node, once published, stays in its list (a delete
+ * only marks it empty; a later put of the key reuses it), so a reader never follows a freed
+ * node; the keys a runtime uses are few. */
 struct drv_kv {
-    struct drv_kv *next;
-    void *key, *value;
+    struct drv_kv *next;          /* published with release, read with acquire */
+    void *key;                    /* fixed once published                      */
+    void *value;                  /* atomic                                    */
+    int live;                     /* atomic; 0: deleted                        */
 };
 static pthread_mutex_t kv_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -75,11 +81,13 @@ static struct drv_ctx *kv_ctx(CUcontext ctx)
     return drv_ctx_valid(ctx) ? ctx : NULL;
 }
 
+/* The node of key, or the slot at the list's end where one would go. */
 static struct drv_kv **kv_find(struct drv_ctx *c, void *key)
 {
     struct drv_kv **p = &c->storage;
-    while (*p && (*p)->key != key)
-        p = &(*p)->next;
+    struct drv_kv *n;
+    while ((n = __atomic_load_n(p, __ATOMIC_ACQUIRE)) && n->key != key)
+        p = &n->next;
     return p;
 }
 
@@ -90,13 +98,16 @@ static CUresult kv_put(CUcontext ctx, void *key, void *value, void *dtor)
     if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&kv_lock);
-    struct drv_kv **p = kv_find(c, key);
+    struct drv_kv **p = kv_find(c, key), *n = *p;
     CUresult rc = CUDA_SUCCESS;
-    if (*p) {
-        (*p)->value = value;
-    } else if ((*p = calloc(1, sizeof **p))) {
-        (*p)->key = key;
-        (*p)->value = value;
+    if (n) {
+        __atomic_store_n(&n->value, value, __ATOMIC_RELAXED);
+        __atomic_store_n(&n->live, 1, __ATOMIC_RELEASE);
+    } else if ((n = calloc(1, sizeof *n))) {
+        n->key = key;
+        n->value = value;
+        n->live = 1;
+        __atomic_store_n(p, n, __ATOMIC_RELEASE);
     } else {
         rc = CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -110,11 +121,10 @@ static CUresult kv_delete(CUcontext ctx, void *key)
     if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&kv_lock);
-    struct drv_kv **p = kv_find(c, key), *gone = *p;
-    if (gone)
-        *p = gone->next;
+    struct drv_kv *n = *kv_find(c, key);
+    if (n)
+        __atomic_store_n(&n->live, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&kv_lock);
-    free(gone);
     return CUDA_SUCCESS;
 }
 
@@ -123,12 +133,11 @@ static CUresult kv_get(void **value, CUcontext ctx, void *key)
     struct drv_ctx *c = kv_ctx(ctx);
     if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
-    pthread_mutex_lock(&kv_lock);
-    struct drv_kv *kv = *kv_find(c, key);
-    if (kv)
-        *value = kv->value;
-    pthread_mutex_unlock(&kv_lock);
-    return kv ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    struct drv_kv *n = __atomic_load_n(kv_find(c, key), __ATOMIC_ACQUIRE);
+    bool live = n && __atomic_load_n(&n->live, __ATOMIC_ACQUIRE);
+    if (live)
+        *value = __atomic_load_n(&n->value, __ATOMIC_RELAXED);
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 static const drv_fn storage_table[4] = {F(kv_put), F(kv_delete), F(kv_get), U};
