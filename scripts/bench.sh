@@ -264,7 +264,7 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
     for api in plain async; do
         for threads in 1 2 4 8; do
             cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static" --api "$api"
-                 --threads "$threads" --pairs $((200000 / threads)))
+                 --threads "$threads" --pairs $((2000000 / threads)))
             commands+=("${cmd[*]}")
             "${cmd[@]}" >"$tmp/pairs.out"
             pair_rate[$api.$threads]=$(val pairs_per_s "$tmp/pairs.out")

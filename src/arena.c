@@ -9,8 +9,12 @@
 #include <time.h>
 
 #include "arena_internal.h"
+#include "arena_tcache.h"
 
 static __thread int free_hint; /* device of this thread's last free: tried first */
+static uint64_t next_serial = 1;
+
+static void tc_flush(ca_arena *a, const ca_tc_entry *kept, int n);
 
 ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
 {
@@ -26,6 +30,10 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
     if (a->cfg.max_split <= CA_MID_SEGMENT)
         a->cfg.max_split = CA_MID_SEGMENT + 1;
     a->hooks = a->cfg.trace || a->cfg.record_alloc_times || a->cfg.record_stacks;
+    /* The hooks see every call; the binned and uncached pools have their own rules. */
+    a->tc_on = a->cfg.thread_cache && !a->hooks && a->cfg.pool == CA_POOL_SPLIT;
+    a->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    a->tc_flush = tc_flush;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
 }
@@ -135,6 +143,13 @@ void ca_wait_switch(ca_device *d)
 
 /* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
  * wait once for the device before any other stream may receive them. Drops the lock. */
+/* A stream beside the default ones exists on d: a block a thread keeps from a plain free may
+ * have been used on it, so thread caches give such blocks back to the fences. */
+static void note_streams(ca_device *d)
+{
+    __atomic_store_n(&d->streams_seen, 1, __ATOMIC_RELEASE);
+}
+
 static void switch_to_fences(ca_arena *a, ca_device *d)
 {
     ca_wait_switch(d);
@@ -341,6 +356,18 @@ static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     return b ? b : steal_segment(a, d, p, rounded, small);
 }
 
+static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e);
+
+/* Every block the threads keep on d back into the pools, under d's lock. */
+static void return_kept_locked(ca_arena *a, ca_device *d)
+{
+    ca_tc_entry *list;
+    int n = ca_tc_collect(a, d->id, &list);
+    for (int i = 0; i < n; i++)
+        free_kept_locked(a, d, &list[i]);
+    free(list);
+}
+
 /* The out-of-memory ladder of docs/arena.md; the pool is searched again after every step. */
 static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                               bool *hit, bool *full, bool *driver_failed)
@@ -359,6 +386,10 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
             return *hit = true, b;
     if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL)
         return b;
+    /* Blocks the threads keep for themselves are the device's memory too: back to the pools
+     * (fenced like any plain free), then wait and release as for the others. */
+    if (a->tc_on)
+        return_kept_locked(a, d);
     if (ca_fencing(a, d)) {
         ca_wait_all(a, d);
         if ((b = search_again(a, d, p, rounded, small)) != NULL)
@@ -419,13 +450,13 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
     return CA_OK;
 }
 
-ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
+/* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
+ * a hit in the thread's cache saves no registers and sets up no stack. */
+static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, size_t size,
+                                                       ca_stream_t s, unsigned api, void **out)
 {
-    if (!out)
-        return CA_ERR_INVALID;
-    *out = NULL;
-    if (size == 0)
-        return CA_OK;
+    ca_tc_entry spill[CA_TC_KEPT];
+    int nspill = a->tc_on ? ca_tc_spill(a, dev, spill) : 0;
     ca_device *d = ca_device_peek(a, dev);
     if (!d && !(d = ca_device_get(a, dev)))
         return CA_ERR_INVALID;
@@ -436,6 +467,8 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     ca_lock_acquire(&d->lock);
     if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
+    for (int i = 0; i < nspill; i++)
+        free_kept_locked(a, d, &spill[i]);
     bool hit = false, full = false, driver_failed = false;
     if ((ca_quiet(a) || d->sync_owed) && ca_quiet_refuses(a, d)) {
         ca_lock_release(&d->lock);
@@ -453,6 +486,8 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     } else {
         ca_pool *p = &d->plain;
         if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
+            if (s != CA_STREAM_LEGACY)
+                note_streams(d);
             if (s != CA_STREAM_LEGACY && !d->fenced)
                 switch_to_fences(a, d);
             if (d->sync_owed && !d->fenced) /* quiet: the switch waits for the capture */
@@ -508,10 +543,26 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
             a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
     }
     *out = (void *)b->addr; /* b is the device's again once the lock is given back */
+    uint32_t gen = b->gen + 1;
+    __atomic_store_n(&b->gen, gen, __ATOMIC_RELAXED);
     ca_lock_release(&d->lock);
+    if (a->tc_on)
+        ca_tc_issue(a, dev, b, gen, size, s, api);
     if (driver_failed && a->be.clear_error)
         a->be.clear_error(a->be.ctx);
     return CA_OK;
+}
+
+ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
+{
+    if (!out)
+        return CA_ERR_INVALID;
+    *out = NULL;
+    if (size == 0)
+        return CA_OK;
+    if (a->tc_on && ca_tc_take(a, dev, size, s, api, out))
+        return CA_OK;
+    return malloc_slow(a, dev, size, s, api, out);
 }
 
 /* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,
@@ -554,18 +605,15 @@ static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block *
     return inside ? CA_ERR_INVALID : CA_ERR_NOT_OURS;
 }
 
-ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
+/* Free b, taken out of d's live map, under d's lock (kept there). counted: the program's own
+ * free, not a thread cache giving back a block whose free it counted already. */
+static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api,
+                        bool counted)
 {
-    if (!ptr)
-        return CA_ERR_NOT_OURS;
-    ca_device *d;
-    ca_block *b;
-    ca_status rc = find_block(a, ptr, &d, &b);
-    if (rc != CA_OK)
-        return rc;
-    if (dev_out)
-        *dev_out = d->id;
-    d->st.free_calls++;
+    void *ptr = (void *)b->addr;
+    __atomic_store_n(&b->gen, b->gen + 1, __ATOMIC_RELAXED);
+    if (counted)
+        d->st.free_calls++;
     d->st.allocated_bytes -= b->size;
     d->st.requested_bytes -= b->requested;
     if (a->hooks && a->cfg.trace)
@@ -582,12 +630,14 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
         ca_window_begin(d);
         ca_segment_release(a, d->id, seg);
         ca_window_end(d);
-        ca_lock_release(&d->lock);
-        return CA_OK;
+        return;
     }
     /* A stream the arena was never told about ends the single-stream fast path here too. */
-    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY && !d->fenced)
-        switch_to_fences(a, d);
+    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY) {
+        note_streams(d);
+        if (!d->fenced)
+            switch_to_fences(a, d);
+    }
     b->free_seq = ++d->free_seq;
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
@@ -602,12 +652,99 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     } else {
         ca_pend(d, b);
     }
+}
+
+/* A block a thread cache kept goes back through the pools, under d's lock. */
+static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
+{
+    ca_block *b = ca_map_take(&d->live, e->addr);
+    if (!b)
+        return; /* the device was reset meanwhile */
+    __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
+    free_locked(a, d, b, e->key, e->api, false);
+}
+
+static void tc_flush(ca_arena *a, const ca_tc_entry *kept, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, kept[i].dev);
+        if (!d)
+            continue;
+        ca_lock_acquire(&d->lock);
+        free_kept_locked(a, d, &kept[i]);
+        ca_lock_release(&d->lock);
+    }
+}
+
+void ca_tc_return(ca_arena *a, int dev)
+{
+    if (!a->tc_on)
+        return;
+    ca_tc_entry *list;
+    int n = ca_tc_collect(a, dev, &list);
+    tc_flush(a, list, n);
+    free(list);
+}
+
+/* The block the thread's cache just pushed out goes back through the pools. */
+static __attribute__((noinline)) void free_evicted(ca_arena *a)
+{
+    ca_tc_entry e;
+    ca_tc_evicted(a, &e);
+    tc_flush(a, &e, 1);
+}
+
+static ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out);
+
+ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
+{
+    if (!ptr)
+        return CA_ERR_NOT_OURS;
+    if (a->tc_on) {
+        int kept = ca_tc_keep(a, ptr, s, api, dev_out);
+        if (kept == CA_TC_KEPT_EVICTING)
+            free_evicted(a);
+        if (kept != CA_TC_NOT_KEPT)
+            return CA_OK;
+    }
+    return free_slow(a, ptr, s, api, dev_out);
+}
+
+/* ca_free past the thread's cache: the pools, under the device lock. */
+static __attribute__((noinline)) ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s,
+                                                     unsigned api, int *dev_out)
+{
+    ca_device *d;
+    ca_block *b;
+    ca_status rc = find_block(a, ptr, &d, &b);
+    if (rc != CA_OK)
+        return rc;
+    if (dev_out)
+        *dev_out = d->id;
+    if (__atomic_load_n(&b->kept, __ATOMIC_RELAXED)) {
+        /* Freed already, and kept by a thread: a double free, refused like any other. */
+        (void)ca_map_put(&d->live, b->addr, b); /* its slot was just freed: cannot fail */
+        d->st.invalid_frees++;
+        ca_lock_release(&d->lock);
+        return CA_ERR_INVALID;
+    }
+    free_locked(a, d, b, s, api, true);
     ca_lock_release(&d->lock);
     return CA_OK;
 }
 
+
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
 {
+    int tdev;
+    size_t treq;
+    if (a->tc_on && ca_tc_issued(a, ptr, &tdev, &treq)) { /* the thread's own: no lock */
+        if (dev)
+            *dev = tdev;
+        if (size)
+            *size = treq;
+        return 1;
+    }
     int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
         ca_device *d = ca_device_peek(a, i);
@@ -615,6 +752,8 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
             continue;
         ca_lock_acquire(&d->lock);
         ca_block *b = ca_map_get(&d->live, (uintptr_t)ptr);
+        if (b && __atomic_load_n(&b->kept, __ATOMIC_RELAXED))
+            b = NULL; /* freed, kept by a thread */
         if (b) {
             if (dev)
                 *dev = i;
@@ -634,6 +773,7 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
+    note_streams(d);
     if (nonblocking)
         add_stream(d, s);
     if (!d->fenced)
@@ -643,11 +783,14 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
 
 void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
 {
-    (void)s;
     ca_device *d = ca_device_get(a, dev);
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
+    /* The legacy stream seen from a second thread is that thread's default stream: its plain
+     * blocks, kept by itself, stay ordered by it. */
+    if (s != CA_STREAM_LEGACY)
+        note_streams(d);
     if (!d->fenced)
         switch_to_fences(a, d);
     ca_lock_release(&d->lock);
@@ -680,6 +823,8 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
+    /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
+    __atomic_fetch_add(&d->stream_epoch, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < d->nstreams; i++) {
         if (d->streams[i] == s) {
             d->streams[i] = d->streams[--d->nstreams];

@@ -114,6 +114,7 @@ typedef struct ca_config {
     ca_trace_fn trace;             /* NULL: no timeline                                   */
     void *trace_ctx;
     int quiet;                     /* no warning line on stderr (unit tests)              */
+    int thread_cache;              /* each thread keeps its own freed blocks for itself   */
 } ca_config;
 
 /* Per-device counters. reserved = allocated + cached + pending holds at every instant. */

@@ -3,12 +3,16 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
+#include "arena_tcache.h"
 
 uint64_t ca_device_sync_begin(ca_arena *a, int dev)
 {
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return 0;
+    /* What the threads keep goes back first, so that this synchronization covers it: the
+     * device's other streams may then take it over without an event. */
+    ca_tc_return(a, dev);
     ca_lock_acquire(&d->lock);
     uint64_t token = d->free_seq;
     ca_lock_release(&d->lock);
@@ -51,6 +55,8 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
 
 static void free_device_state(ca_device *d)
 {
+    __atomic_store_n(&d->streams_seen, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->stream_epoch, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < d->nsegs; i++)
         ca_segment_forget(d->segs[i]);
     free(d->segs);
@@ -147,6 +153,7 @@ void ca_device_reset(ca_arena *a, int dev)
     ca_device *d = ca_device_peek(a, dev);
     if (!d)
         return;
+    ca_tc_forget(a, dev); /* before the blocks they name go */
     lock_quiet(d);
     /* The runtime destroyed the memory and the events: forget them without calling it. */
     free_device_state(d);
@@ -178,6 +185,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 
 uint64_t ca_reclaim(ca_arena *a, int dev)
 {
+    ca_tc_return(a, dev);
     uint64_t bytes = 0;
     int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
@@ -227,6 +235,8 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     ca_device_consolidate(d);
     out->largest_free_block = ca_device_largest_free(d);
     ca_lock_release(&d->lock);
+    if (a->tc_on)
+        ca_tc_adjust_stats(a, dev, out);
     return 1;
 }
 
@@ -242,7 +252,7 @@ void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx)
         ca_lock_acquire(&d->lock);
         for (size_t s = 0; s < d->live.cap; s++) {
             ca_block *b = d->live.vals[s];
-            if (d->live.keys[s] && b)
+            if (d->live.keys[s] && b && !__atomic_load_n(&b->kept, __ATOMIC_RELAXED))
                 fn(ctx, i, (void *)b->addr, b->requested, b->t_alloc_ns,
                    b->depth ? (void *const *)b->stack : NULL, b->depth);
         }
@@ -254,6 +264,7 @@ void ca_arena_destroy(ca_arena *a)
 {
     if (!a)
         return;
+    ca_tc_arena_gone(a); /* what they keep is allocated in the books: released below */
     for (int i = 0; i < CA_MAX_DEVICES; i++) {
         ca_device *d = a->dev[i];
         if (!d)
@@ -285,6 +296,8 @@ void ca_arena_destroy(ca_arena *a)
 
 void ca_arena_forget(ca_arena *a)
 {
+    ca_tc_fork_child();
+    ca_tc_forget(a, -1);
     for (int i = 0; i < CA_MAX_DEVICES; i++) {
         ca_device *d = a->dev[i];
         if (!d)

@@ -35,6 +35,10 @@ typedef struct ca_segment ca_segment;
 typedef struct ca_pool ca_pool;
 
 struct ca_block {
+    uint32_t gen;             /* changes at every allocation and free by the pools, and never
+                               * goes back when the struct is recycled (atomic: thread caches
+                               * read it without the lock); first, out of ca_block_new's reset */
+    uint32_t kept;            /* freed, kept by a thread cache (atomic)      */
     uintptr_t addr;
     size_t size;              /* rounded, what the block occupies            */
     size_t requested;         /* what the program asked for                  */
@@ -102,6 +106,9 @@ typedef struct ca_device {
     int id;
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
+    uint32_t streams_seen;    /* a stream beside the default ones was created or used
+                               * (atomic: thread caches read it without the lock) */
+    uint32_t stream_epoch;    /* changes when a stream dies or the device resets (atomic) */
     uint32_t switching;       /* a device synchronization that stops allocations runs: the
                                * mode switch, or a starved allocation's (a futex word) */
     uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
@@ -143,10 +150,16 @@ typedef struct ca_device {
     ca_dev_stats st;
 } ca_device;
 
+struct ca_tc_entry;
+
 struct ca_arena {
     ca_backend be;
     ca_config cfg;
     bool hooks;                   /* trace, allocation times or stacks: the slow bookkeeping */
+    bool tc_on;                   /* thread caches in front of the pools (arena_tcache.c) */
+    uint64_t serial;              /* unique to this arena in the process                  */
+    /* Frees n blocks a thread cache kept through the pools (the cache's thread exits). */
+    void (*tc_flush)(ca_arena *a, const struct ca_tc_entry *kept, int n);
     pthread_mutex_t devices_lock; /* creation of device slots               */
     ca_device *dev[CA_MAX_DEVICES];
     int ndev;
@@ -156,6 +169,9 @@ struct ca_arena {
 
 /* arena.c */
 ca_device *ca_device_get(ca_arena *a, int dev);
+/* Free every block the threads keep on dev (dev < 0: all) through the pools. Not under a
+ * device lock. */
+void ca_tc_return(ca_arena *a, int dev);
 void ca_wait_switch(ca_device *d);
 
 /* Drop the device lock around a blocking backend call. A device reset waits until no thread
@@ -184,7 +200,6 @@ static inline bool ca_within_limit(const ca_device *d, size_t more)
     return !d->limit || d->st.reserved_bytes + more <= d->limit;
 }
 
-#endif
 
 /* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
 size_t ca_segment_size(const ca_config *c, size_t rounded);
@@ -336,3 +351,5 @@ void ca_fence_switch(ca_arena *a, ca_device *d);
  * search: true when it waited (search again), false when growing is the answer. Drops the lock
  * while it waits. */
 bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round);
+
+#endif

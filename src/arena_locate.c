@@ -26,7 +26,8 @@ int ca_locate(ca_arena *a, const void *ptr, ca_place *out)
             const ca_block *b = block_at(seg, addr);
             *out = (ca_place){.dev = i, .seg_base = seg->base, .seg_size = seg->size,
                               .expandable = seg->expandable, .block = b ? b->addr : 0,
-                              .live = b && b->state == BLOCK_ALLOC};
+                              .live = b && b->state == BLOCK_ALLOC &&
+                                      !__atomic_load_n(&b->kept, __ATOMIC_RELAXED)};
         }
         ca_lock_release(&d->lock);
         if (seg)

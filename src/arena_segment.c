@@ -3,6 +3,7 @@
  * A segment belongs to one pool at a time; its blocks are address-ordered and linked, so a
  * freed block merges with free neighbours in O(1). A segment whose blocks have all merged back
  * into one is "whole": only whole segments move between pools or go back to the driver. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,8 @@ ca_block *ca_block_new(ca_device *d)
     if (b) {
         d->spare = b->lnext;
         void **stack = b->stack;
-        memset(b, 0, sizeof *b);
+        /* Not gen: a thread cache may still compare it with the gen it saw. */
+        memset((char *)b + offsetof(ca_block, kept), 0, sizeof *b - offsetof(ca_block, kept));
         b->stack = stack;
         return b;
     }

@@ -16,7 +16,7 @@
 
 typedef enum opt_id {
     OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
-    OPT_EXPANDABLE, OPT_STATS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
+    OPT_EXPANDABLE, OPT_THREAD_CACHE, OPT_STATS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
 typedef enum opt_kind {
@@ -71,6 +71,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
                        "a size above 20M: 32M, 1G, 1T", "unlimited"},
     [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, bool_words, 0, BOOL_ACCEPTED,
                         "0"},
+    [OPT_THREAD_CACHE] = {PREFIX "THREAD_CACHE", "thread_cache", K_CHOICE, bool_words, 0,
+                          BOOL_ACCEPTED, "1"},
     [OPT_STATS] = {PREFIX "STATS", "stats", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
     [OPT_LEAK] = {PREFIX "LEAK_CHECK", "leak_check", K_CHOICE, leak_words, 0,
                   "0, 1, stacks (or true, false, on, off, yes, no)", "0"},
@@ -97,6 +99,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_PREALLOC: v.bytes = o->prealloc_bytes; break;
     case OPT_MAX_SPLIT: v.bytes = o->max_split; break;
     case OPT_EXPANDABLE: v.choice = o->expandable; break;
+    case OPT_THREAD_CACHE: v.choice = o->thread_cache; break;
     case OPT_STATS: v.choice = o->stats; break;
     case OPT_LEAK: v.choice = (int)o->leak_check; break;
     case OPT_TRACE: v.path = o->trace_path; break;
@@ -122,6 +125,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     case OPT_PREALLOC: o->prealloc_bytes = v->bytes; break;
     case OPT_MAX_SPLIT: o->max_split = v->bytes; break;
     case OPT_EXPANDABLE: o->expandable = v->choice; break;
+    case OPT_THREAD_CACHE: o->thread_cache = v->choice; break;
     case OPT_STATS: o->stats = v->choice; break;
     case OPT_LEAK: o->leak_check = (ca_leak_mode)v->choice; break;
     case OPT_TRACE: memcpy(o->trace_path, v->path, strlen(v->path) + 1); break; /* fits: checked */
@@ -137,6 +141,7 @@ void ca_options_defaults(ca_options *o) {
     o->reuse = CA_REUSE_SAFE;
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
+    o->thread_cache = 1;
     o->stats = 1;
     o->leak_check = CA_LEAK_OFF;
 }
@@ -395,6 +400,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->prealloc_bytes = o->prealloc_bytes;
     c->max_split = o->max_split;
     c->expandable = o->expandable;
+    c->thread_cache = o->thread_cache;
     c->big_align = CA_BIG_ALIGN_DEFAULT;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;
     c->record_stacks = o->leak_check == CA_LEAK_STACKS;

@@ -24,6 +24,7 @@ typedef struct ca_options {
     uint64_t prealloc_bytes;    /* CACHEALLOC_PREALLOC=size                 (0)       */
     uint64_t max_split;         /* CACHEALLOC_MAX_SPLIT=size                (UINT64_MAX: split all) */
     int expandable;             /* CACHEALLOC_EXPANDABLE=0|1                (0)       */
+    int thread_cache;           /* CACHEALLOC_THREAD_CACHE=0|1              (1)       */
     int stats;                  /* CACHEALLOC_STATS=0|1                     (1)       */
     ca_leak_mode leak_check;    /* CACHEALLOC_LEAK_CHECK=0|1|stacks         (0)       */
     char trace_path[4096];      /* CACHEALLOC_TRACE=FILE                    ("": off) */

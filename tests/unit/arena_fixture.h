@@ -40,6 +40,14 @@ static inline void fx_start(fixture *f)
     f->a = ca_arena_create(&f->be, &f->cfg);
 }
 
+/* Destroys the arena, checks that everything it took from the device went back, and frees f. */
+static inline void fx_finish(fixture *f)
+{
+    ca_arena_destroy(f->a);
+    assert_int_equal(f->dev.nlive, 0);
+    test_free(f);
+}
+
 /* Device 0's counters. */
 static inline ca_dev_stats stats(fixture *f)
 {

@@ -18,11 +18,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    ca_arena_destroy(f->a);
-    /* Everything the arena took from the device went back. */
-    assert_int_equal(f->dev.nlive, 0);
-    test_free(f);
+    fx_finish(*state);
     return 0;
 }
 

@@ -1,0 +1,400 @@
+/* Thread caches (arena_tcache.h). Each cache has its own lock, taken by its thread on every
+ * call (never contended but by a collection) and by whoever collects or sums the caches; the
+ * registry of caches has a mutex, taken only when a thread makes its cache, exits, or when the
+ * caches are collected or summed. Lock order: registry, then a cache, then (never while holding
+ * either) a device. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "arena_tcache.h"
+
+typedef struct ca_tcache ca_tcache;
+struct ca_tcache {
+    ca_lock lock;
+    ca_arena *arena;
+    ca_tcache *prev, *next;           /* the registry                                    */
+    int nkept;
+    ca_tc_entry kept[CA_TC_KEPT];     /* [nkept - 1] is the newest                       */
+    ca_tc_entry issued[CA_TC_ISSUED]; /* by address hash; a collision forgets the older  */
+    ca_tc_entry evicted;              /* pushed out by the last keep, for its caller     */
+    /* By device: what it keeps now (allocated in the device's books), and its own calls. */
+    uint64_t kept_bytes[CA_MAX_DEVICES];
+    uint64_t kept_requested[CA_MAX_DEVICES];
+    uint64_t hits[CA_MAX_DEVICES];
+    uint64_t frees[CA_MAX_DEVICES];
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static ca_tcache *registry;
+
+/* A thread's caches, one per arena it used (a process has one arena per runtime), found by the
+ * arena's serial: a destroyed arena's serial never comes back, so a stale pointer here is
+ * never followed. */
+#define TL_SLOTS 4
+static _Thread_local struct {
+    uint64_t serial[TL_SLOTS];
+    ca_tcache *tc[TL_SLOTS];
+    bool exit_armed;
+} tl;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static size_t issued_slot(uintptr_t addr)
+{
+    return (size_t)((addr >> 9) * 0x9E3779B97F4A7C15ull >> 58) & (CA_TC_ISSUED - 1);
+}
+
+static bool registered(const ca_tcache *tc)
+{
+    for (const ca_tcache *t = registry; t; t = t->next)
+        if (t == tc)
+            return true;
+    return false;
+}
+
+static void unregister(ca_tcache *tc)
+{
+    if (tc->prev)
+        tc->prev->next = tc->next;
+    else
+        registry = tc->next;
+    if (tc->next)
+        tc->next->prev = tc->prev;
+}
+
+/* Unregister tc and hand its kept blocks to its arena's pools. */
+static void retire(ca_tcache *tc)
+{
+    pthread_mutex_lock(&registry_lock);
+    bool live = registered(tc);
+    if (live)
+        unregister(tc);
+    pthread_mutex_unlock(&registry_lock);
+    if (!live)
+        return; /* its arena went first, and took it along */
+    if (tc->nkept > 0 && tc->arena->tc_flush)
+        tc->arena->tc_flush(tc->arena, tc->kept, tc->nkept);
+    free(tc);
+}
+
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < TL_SLOTS; i++) {
+        if (tl.tc[i])
+            retire(tl.tc[i]);
+        tl.tc[i] = NULL;
+        tl.serial[i] = 0;
+    }
+}
+
+static void make_exit_key(void)
+{
+    if (pthread_key_create(&exit_key, thread_exit) != 0)
+        exit_key = (pthread_key_t)-1;
+}
+
+/* The calling thread's cache for a, made at its first use; NULL when memory is short. */
+static ca_tcache *cache_new(ca_arena *a)
+{
+    ca_tcache *tc = calloc(1, sizeof *tc);
+    if (!tc)
+        return NULL;
+    tc->arena = a;
+    if (!tl.exit_armed) {
+        pthread_once(&exit_once, make_exit_key);
+        if (exit_key != (pthread_key_t)-1 && pthread_setspecific(exit_key, &tl) == 0)
+            tl.exit_armed = true;
+    }
+    int slot = 0;
+    while (slot < TL_SLOTS - 1 && tl.serial[slot] != 0)
+        slot++;
+    if (tl.tc[slot])
+        retire(tl.tc[slot]); /* a fifth arena on this thread: the oldest slot's cache goes */
+    pthread_mutex_lock(&registry_lock);
+    tc->next = registry;
+    if (registry)
+        registry->prev = tc;
+    registry = tc;
+    pthread_mutex_unlock(&registry_lock);
+    tl.tc[slot] = tc;
+    tl.serial[slot] = a->serial;
+    return tc;
+}
+
+static inline ca_tcache *cache_of(ca_arena *a)
+{
+    for (int i = 0; i < TL_SLOTS; i++)
+        if (tl.serial[i] == a->serial)
+            return tl.tc[i];
+    return NULL;
+}
+
+/* Whether a kept block may serve its thread again now (see ca_tc_take). */
+static inline bool reusable(ca_arena *a, const ca_tc_entry *e)
+{
+    ca_device *d = ca_device_peek(a, e->dev);
+    if (!d)
+        return false;
+    if (e->api == CA_API_PLAIN)
+        return !__atomic_load_n(&d->streams_seen, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
+}
+
+/* Move tc's kept blocks of dev (dev < 0: all) into out[n..]; returns the new n. Caller holds
+ * tc's lock. */
+static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n);
+
+/* Pop kept[i], a hit, and remember it as issued again. Caller holds tc's lock. */
+static inline void *reissue(ca_tcache *tc, int i)
+{
+    ca_tc_entry *e = &tc->kept[i];
+    ca_block *b = e->b;
+    int dev = e->dev;
+    tc->kept_bytes[dev] -= b->size;
+    tc->kept_requested[dev] -= e->requested;
+    tc->hits[dev]++;
+    __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
+    tc->issued[issued_slot(b->addr)] = *e;
+    for (int j = i; j < tc->nkept - 1; j++)
+        tc->kept[j] = tc->kept[j + 1];
+    tc->nkept--;
+    return (void *)b->addr;
+}
+
+static inline bool matches(ca_arena *a, const ca_tc_entry *e, int dev, size_t size,
+                           ca_stream_t s, unsigned api)
+{
+    return e->requested == size && e->dev == dev && e->api == api && e->key == s &&
+           reusable(a, e);
+}
+
+bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
+{
+    ca_tcache *tc = cache_of(a);
+    if (!tc || tc->nkept == 0)
+        return false;
+    ca_lock_acquire(&tc->lock);
+    /* Newest first: a loop takes back what it just freed. */
+    for (int i = tc->nkept - 1; i >= 0; i--) {
+        if (matches(a, &tc->kept[i], dev, size, s, api)) {
+            *out = reissue(tc, i);
+            ca_lock_release(&tc->lock);
+            return true;
+        }
+    }
+    ca_lock_release(&tc->lock);
+    return false;
+}
+
+int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill)
+{
+    ca_tcache *tc = cache_of(a);
+    if (!tc || tc->nkept == 0)
+        return 0;
+    ca_lock_acquire(&tc->lock);
+    int n = take_kept(tc, dev, spill, 0);
+    ca_lock_release(&tc->lock);
+    return n;
+}
+
+void ca_tc_issue(ca_arena *a, int dev, ca_block *b, uint32_t gen, size_t requested,
+                 ca_stream_t s, unsigned api)
+{
+    if (b->size > CA_TC_MAX_BLOCK)
+        return;
+    ca_tcache *tc = cache_of(a);
+    if (!tc && !(tc = cache_new(a)))
+        return;
+    ca_lock_acquire(&tc->lock);
+    tc->issued[issued_slot(b->addr)] = (ca_tc_entry){
+        .b = b, .addr = b->addr, .requested = requested, .key = s, .gen = gen,
+        .dev = (int16_t)dev, .api = (uint8_t)api};
+    ca_lock_release(&tc->lock);
+}
+
+/* The issued entry of ptr, still valid, or NULL. Caller holds tc's lock. */
+static inline ca_tc_entry *issued_of(ca_tcache *tc, const void *ptr)
+{
+    ca_tc_entry *e = &tc->issued[issued_slot((uintptr_t)ptr)];
+    /* Freed or handed out again by the pools since (another thread freed it, or a double
+     * free): the gen moved on, and the pools answer. */
+    if (!e->b || e->addr != (uintptr_t)ptr ||
+        __atomic_load_n(&e->b->gen, __ATOMIC_RELAXED) != e->gen)
+        return NULL;
+    return e;
+}
+
+bool ca_tc_issued(ca_arena *a, const void *ptr, int *dev, size_t *requested)
+{
+    ca_tcache *tc = cache_of(a);
+    if (!tc)
+        return false;
+    ca_lock_acquire(&tc->lock);
+    const ca_tc_entry *e = issued_of(tc, ptr);
+    if (e) {
+        *dev = e->dev;
+        *requested = e->requested;
+    }
+    ca_lock_release(&tc->lock);
+    return e != NULL;
+}
+
+int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
+{
+    ca_tcache *tc = cache_of(a);
+    if (!tc)
+        return CA_TC_NOT_KEPT;
+    ca_lock_acquire(&tc->lock);
+    ca_tc_entry *e = issued_of(tc, ptr);
+    if (!e || e->api != api || e->key != s) {
+        ca_lock_release(&tc->lock);
+        return CA_TC_NOT_KEPT;
+    }
+    ca_device *d = ca_device_peek(a, e->dev);
+    if (!d || (api == CA_API_PLAIN && __atomic_load_n(&d->streams_seen, __ATOMIC_ACQUIRE))) {
+        ca_lock_release(&tc->lock);
+        return CA_TC_NOT_KEPT; /* fences decide, in the pools */
+    }
+    int rc = CA_TC_KEPT_ONE;
+    if (tc->nkept == CA_TC_KEPT) {
+        ca_tc_entry *old = &tc->evicted;
+        *old = tc->kept[0];
+        for (int j = 0; j < CA_TC_KEPT - 1; j++)
+            tc->kept[j] = tc->kept[j + 1];
+        tc->nkept--;
+        tc->kept_bytes[old->dev] -= old->b->size;
+        tc->kept_requested[old->dev] -= old->requested;
+        rc = CA_TC_KEPT_EVICTING;
+    }
+    ca_tc_entry k = *e;
+    e->b = NULL;
+    k.epoch = __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&k.b->kept, 1, __ATOMIC_RELAXED);
+    tc->kept[tc->nkept++] = k;
+    tc->kept_bytes[k.dev] += k.b->size;
+    tc->kept_requested[k.dev] += k.requested;
+    tc->frees[k.dev]++;
+    ca_lock_release(&tc->lock);
+    if (dev_out)
+        *dev_out = k.dev;
+    return rc;
+}
+
+void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
+{
+    ca_tcache *tc = cache_of(a);
+    ca_lock_acquire(&tc->lock);
+    *out = tc->evicted;
+    ca_lock_release(&tc->lock);
+}
+
+static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n)
+{
+    int kept = 0;
+    for (int i = 0; i < tc->nkept; i++) {
+        ca_tc_entry *e = &tc->kept[i];
+        if (dev >= 0 && e->dev != dev) {
+            tc->kept[kept++] = *e;
+            continue;
+        }
+        tc->kept_bytes[e->dev] -= e->b->size;
+        tc->kept_requested[e->dev] -= e->requested;
+        if (out)
+            out[n++] = *e;
+    }
+    tc->nkept = kept;
+    return n;
+}
+
+int ca_tc_collect(ca_arena *a, int dev, ca_tc_entry **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&registry_lock);
+    int cap = 0;
+    for (ca_tcache *t = registry; t; t = t->next)
+        if (t->arena == a)
+            cap += CA_TC_KEPT;
+    ca_tc_entry *list = cap ? malloc((size_t)cap * sizeof *list) : NULL;
+    int n = 0;
+    for (ca_tcache *t = registry; t && list; t = t->next) {
+        if (t->arena != a)
+            continue;
+        ca_lock_acquire(&t->lock);
+        n = take_kept(t, dev, list, n);
+        ca_lock_release(&t->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (n == 0)
+        free(list);
+    else
+        *out = list;
+    return n;
+}
+
+void ca_tc_forget(ca_arena *a, int dev)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (ca_tcache *t = registry; t; t = t->next) {
+        if (t->arena != a)
+            continue;
+        ca_lock_acquire(&t->lock);
+        take_kept(t, dev, NULL, 0);
+        for (int i = 0; i < CA_TC_ISSUED; i++)
+            if (dev < 0 || t->issued[i].dev == dev)
+                t->issued[i].b = NULL;
+        for (int i = 0; i < CA_MAX_DEVICES; i++)
+            if (dev < 0 || i == dev)
+                t->hits[i] = t->frees[i] = 0; /* the device's counters restart too */
+        ca_lock_release(&t->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void ca_tc_adjust_stats(ca_arena *a, int dev, ca_dev_stats *st)
+{
+    uint64_t bytes = 0, requested = 0, hits = 0, frees = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (ca_tcache *t = registry; t; t = t->next) {
+        if (t->arena != a)
+            continue;
+        ca_lock_acquire(&t->lock);
+        bytes += t->kept_bytes[dev];
+        requested += t->kept_requested[dev];
+        hits += t->hits[dev];
+        frees += t->frees[dev];
+        ca_lock_release(&t->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    /* Never below zero: the device's snapshot and the caches' are taken one after the other. */
+    bytes = bytes < st->allocated_bytes ? bytes : st->allocated_bytes;
+    requested = requested < st->requested_bytes ? requested : st->requested_bytes;
+    st->allocated_bytes -= bytes;
+    st->cached_bytes += bytes;
+    st->requested_bytes -= requested;
+    st->alloc_calls += hits;
+    st->cache_hits += hits;
+    st->free_calls += frees;
+}
+
+void ca_tc_fork_child(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    registry_lock = fresh;
+    for (ca_tcache *t = registry; t; t = t->next)
+        t->lock = (ca_lock)CA_LOCK_INIT;
+}
+
+void ca_tc_arena_gone(ca_arena *a)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (ca_tcache *t = registry, *n; t; t = n) {
+        n = t->next;
+        if (t->arena == a) {
+            unregister(t);
+            free(t);
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}

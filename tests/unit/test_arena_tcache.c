@@ -1,0 +1,292 @@
+/* Thread caches: a thread takes back what it freed itself, without the pools; nothing it keeps
+ * reaches another thread or stream unsafely; the statistics count kept blocks as cached; a
+ * miss, a device synchronization, a reclaim, the out-of-memory ladder and the thread's exit
+ * give them back; a double free of a kept block is refused. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arena_fixture.h"
+
+static fixture *start(uint64_t capacity)
+{
+    fixture *f = fx_new(capacity);
+    f->cfg.thread_cache = 1;
+    fx_start(f);
+    return f;
+}
+
+static int setup(void **state)
+{
+    *state = start(8 * GiB);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_finish(*state);
+    return 0;
+}
+
+/* A block in the pools' own lists would show as a free block of the device: a kept one must
+ * still count as cached, and the pools must not hand it out. */
+static void test_hit_and_stats(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    ca_dev_stats st = stats(f);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.cached_bytes, st.reserved_bytes);
+    assert_int_equal(st.free_calls, 1);
+    assert_int_equal(ca_lookup(f->a, x, NULL, NULL), 0); /* freed: not live */
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(y, x);
+    st = stats(f);
+    assert_int_equal(st.allocated_bytes, MiB);
+    assert_int_equal(st.requested_bytes, MiB);
+    assert_int_equal(st.alloc_calls, 2);
+    assert_int_equal(st.cache_hits, 1);
+    assert_int_equal(ca_lookup(f->a, y, NULL, NULL), 1);
+    assert_balanced(f);
+    must_free(f, y, NULL, CA_API_PLAIN);
+}
+
+/* Another size misses: what the thread keeps goes back to the pools, which reuse it. */
+static void test_miss_gives_back(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    char *y = must_alloc(f, 512 * KiB, NULL, CA_API_PLAIN); /* split from x's block */
+    assert_ptr_equal(y, x);
+    assert_int_equal(f->dev.allocs, 1);
+    must_free(f, y, NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
+static char *other_got;
+
+static void *other_alloc(void *arg)
+{
+    fixture *f = arg;
+    other_got = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    return NULL;
+}
+
+static void *other_free(void *arg)
+{
+    fixture *f = arg;
+    must_free(f, other_got, NULL, CA_API_PLAIN);
+    return NULL;
+}
+
+/* What a thread keeps is never another thread's: two threads' per-thread default streams are
+ * not ordered with each other. Its exit gives it back. */
+static void test_other_thread_and_exit(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, other_alloc, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_ptr_not_equal(other_got, x);
+    /* The other thread frees and exits: its block goes back to the pools. */
+    assert_int_equal(pthread_create(&t, NULL, other_free, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    ca_dev_stats st = stats(f);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.free_calls, 2);
+    assert_balanced(f);
+    /* Ours misses on another size and gives x back: one segment served all of it. */
+    char *half = must_alloc(f, 512 * KiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(half, x < other_got ? x : other_got);
+    assert_int_equal(f->dev.allocs, 1);
+    assert_int_equal(stats(f).cached_bytes, 2 * MiB - 512 * KiB);
+    must_free(f, half, NULL, CA_API_PLAIN);
+}
+
+/* Once a created stream exists, a block kept from a plain free may have been used on it: the
+ * thread no longer takes it back without the pools' fence. */
+static void test_plain_after_stream_waits_for_fence(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    ca_stream_created(f->a, 0, S1, 1);
+    char *x2 = must_alloc(f, MiB, NULL, CA_API_PLAIN); /* kept before: safe by the switch */
+    fake_work(&f->dev, S1);                              /* S1 may now use x2 */
+    must_free(f, x2, NULL, CA_API_PLAIN);                /* not kept: fenced */
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_not_equal(y, x2);
+    fake_complete(&f->dev, S1);
+    char *z = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(z, x2);
+    must_free(f, y, NULL, CA_API_PLAIN);
+    must_free(f, z, NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
+/* Kept while the device had no stream but was fenced already (a second thread's default
+ * stream): a stream created then brings no synchronization, so the block, still in use on
+ * the default stream, must wait for a fence before the thread may use it on the new one. */
+static void test_plain_kept_before_stream_without_switch(void **state)
+{
+    fixture *f = *state;
+    ca_stream_seen(f->a, 0, CA_STREAM_LEGACY);
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    fake_work(&f->dev, CA_STREAM_LEGACY);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    uint64_t syncs = f->dev.device_syncs;
+    ca_stream_created(f->a, 0, S1, 1);
+    assert_int_equal(f->dev.device_syncs, syncs);
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_not_equal(y, x);
+    fake_complete_all(&f->dev);
+    must_free(f, y, NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
+/* A stream-ordered block is taken back on its own stream only, and not after the stream died
+ * (a new stream may get its handle). */
+static void test_async_same_stream_only(void **state)
+{
+    fixture *f = *state;
+    ca_stream_created(f->a, 0, S1, 1);
+    ca_stream_created(f->a, 0, S2, 1);
+    char *x = must_alloc(f, MiB, S1, CA_API_ASYNC);
+    fake_work(&f->dev, S1);
+    must_free(f, x, S1, CA_API_ASYNC);
+    char *y = must_alloc(f, MiB, S2, CA_API_ASYNC);
+    assert_ptr_not_equal(y, x);
+    char *z = must_alloc(f, MiB, S1, CA_API_ASYNC);
+    assert_ptr_equal(z, x);
+    must_free(f, z, S1, CA_API_ASYNC);
+    ca_stream_destroyed(f->a, 0, S1);
+    ca_stream_created(f->a, 0, S1, 1); /* the handle again: another stream */
+    char *w = must_alloc(f, MiB, S1, CA_API_ASYNC);
+    assert_ptr_not_equal(w, x);
+    must_free(f, w, S1, CA_API_ASYNC);
+    must_free(f, y, S2, CA_API_ASYNC);
+    fake_complete_all(&f->dev);
+}
+
+static void test_double_free_refused(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    assert_int_equal(ca_free(f->a, x, NULL, CA_API_PLAIN, NULL), CA_ERR_INVALID);
+    assert_int_equal(stats(f).invalid_frees, 1);
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    char *z = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(y, x);
+    assert_ptr_not_equal(z, x); /* handed out once */
+    must_free(f, y, NULL, CA_API_PLAIN);
+    must_free(f, z, NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
+/* A reclaim gives back what the threads keep, so whole segments can go to the driver. */
+static void test_reclaim_empties(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    assert_true(ca_reclaim(f->a, 0) > 0);
+    assert_int_equal(f->dev.releases, 1);
+    assert_int_equal(stats(f).reserved_bytes, 0);
+}
+
+/* A device synchronization gives them back first, so that it covers them. */
+static void test_sync_gives_back(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    uint64_t token = ca_device_sync_begin(f->a, 0);
+    ca_device_synchronized(f->a, 0, token);
+    /* The pools hold it now: another size is split from it. */
+    char *y = must_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(y, x);
+    must_free(f, y, NULL, CA_API_PLAIN);
+}
+
+static void *fill_other(void *arg)
+{
+    fixture *f = arg;
+    void *p[3];
+    for (int i = 0; i < 3; i++)
+        p[i] = must_alloc(f, 8 * MiB, NULL, CA_API_PLAIN);
+    for (int i = 0; i < 3; i++)
+        must_free(f, p[i], NULL, CA_API_PLAIN);
+    return NULL;
+}
+
+static int block_thread_until;
+
+static void *keep_and_wait(void *arg)
+{
+    fill_other(arg);
+    while (!__atomic_load_n(&block_thread_until, __ATOMIC_ACQUIRE))
+        ;
+    return NULL;
+}
+
+/* Another thread keeps most of the device: the ladder takes it back rather than failing. */
+static void test_oom_ladder_collects(void **state)
+{
+    (void)state;
+    fixture *f = start(32 * MiB);
+    block_thread_until = 0;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, keep_and_wait, f), 0);
+    while (stats(f).free_calls < 3)
+        ;
+    char *p = must_alloc(f, 24 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(stats(f).oom_failures, 0);
+    must_free(f, p, NULL, CA_API_PLAIN);
+    __atomic_store_n(&block_thread_until, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_balanced(f);
+    fx_finish(f);
+}
+
+/* The device's reset forgets what threads keep there without touching it. */
+static void test_reset_forgets(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    ca_device_reset(f->a, 0);
+    f->dev.nlive = 0; /* the reset freed the device's memory */
+    f->dev.used = 0;
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.allocs, 2); /* a new segment, not the forgotten block */
+    must_free(f, y, NULL, CA_API_PLAIN);
+    assert_int_equal(stats(f).allocated_bytes, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hit_and_stats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_miss_gives_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_thread_and_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_after_stream_waits_for_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_kept_before_stream_without_switch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_async_same_stream_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_double_free_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_empties, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_gives_back, setup, teardown),
+        cmocka_unit_test(test_oom_ladder_collects),
+        cmocka_unit_test_setup_teardown(test_reset_forgets, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
