@@ -124,8 +124,10 @@ void ca_per_thread_default_check(ca_runtime *rt, int dev)
     if (!atomic_load_explicit(&rt->per_thread_default, memory_order_relaxed))
         return;
     unsigned long long bit = 1ull << dev;
-    if (!(atomic_fetch_or(&rt->ptd_devices, bit) & bit))
-        ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY);
+    /* Read first: a read-modify-write on every call would bounce the line between threads. */
+    if (!(atomic_load_explicit(&rt->ptd_devices, memory_order_relaxed) & bit) &&
+        !(atomic_fetch_or(&rt->ptd_devices, bit) & bit))
+        ca_per_thread_streams_used(rt->arena, dev);
 }
 
 const ca_options *ca_shim_options(void)

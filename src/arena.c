@@ -781,6 +781,18 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
     ca_lock_release(&d->lock);
 }
 
+void ca_per_thread_streams_used(ca_arena *a, int dev)
+{
+    ca_device *d = ca_device_get(a, dev);
+    if (!d)
+        return;
+    ca_lock_acquire(&d->lock);
+    note_streams(d);
+    if (!d->fenced)
+        switch_to_fences(a, d);
+    ca_lock_release(&d->lock);
+}
+
 void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
 {
     ca_device *d = ca_device_get(a, dev);

@@ -191,8 +191,14 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking);
 
 /* The program first used a stream the arena was not told about (the per-thread default
  * stream): same switch as ca_stream_created, without adding it to the fence set (it is a
- * blocking stream, covered by the legacy stream's event). */
+ * blocking stream, covered by the legacy stream's event). s is CA_STREAM_LEGACY for a second
+ * host thread's plain calls, whose default stream may be its own: each thread's plain blocks
+ * stay its own (thread caches) until a stream other than the default ones is seen. */
 void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s);
+
+/* The program was built for per-thread default streams, which other threads may reach with a
+ * pointer they were given: no thread reuses its own plain frees without a fence on dev. */
+void ca_per_thread_streams_used(ca_arena *a, int dev);
 
 /* The program destroyed stream s: its pool's blocks are handed to the device. */
 void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s);

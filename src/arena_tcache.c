@@ -12,6 +12,7 @@ typedef struct ca_tcache ca_tcache;
 struct ca_tcache {
     ca_lock lock;
     ca_arena *arena;
+    bool graveyard;                   /* no thread's: the counts of exited threads' caches */
     ca_tcache *prev, *next;           /* the registry                                    */
     int nkept;
     ca_tc_entry kept[CA_TC_KEPT];     /* [nkept - 1] is the newest                       */
@@ -63,13 +64,38 @@ static void unregister(ca_tcache *tc)
         tc->next->prev = tc->prev;
 }
 
-/* Unregister tc and hand its kept blocks to its arena's pools. */
+/* The arena's graveyard, made at the first exit. Caller holds registry_lock. */
+static ca_tcache *graveyard_of(ca_arena *a)
+{
+    for (ca_tcache *t = registry; t; t = t->next)
+        if (t->arena == a && t->graveyard)
+            return t;
+    ca_tcache *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->arena = a;
+    g->graveyard = true;
+    g->next = registry;
+    if (registry)
+        registry->prev = g;
+    registry = g;
+    return g;
+}
+
+/* Unregister tc, keep its counts, and hand its kept blocks to its arena's pools. */
 static void retire(ca_tcache *tc)
 {
     pthread_mutex_lock(&registry_lock);
     bool live = registered(tc);
-    if (live)
+    if (live) {
         unregister(tc);
+        /* The device's call counts must not drop when a thread ends. */
+        ca_tcache *g = graveyard_of(tc->arena);
+        for (int d = 0; g && d < CA_MAX_DEVICES; d++) {
+            g->hits[d] += tc->hits[d];
+            g->frees[d] += tc->frees[d];
+        }
+    }
     pthread_mutex_unlock(&registry_lock);
     if (!live)
         return; /* its arena went first, and took it along */

@@ -111,6 +111,29 @@ static void test_other_thread_and_exit(void **state)
     must_free(f, half, NULL, CA_API_PLAIN);
 }
 
+static void *pairs_then_exit(void *arg)
+{
+    fixture *f = arg;
+    for (int i = 0; i < 3; i++)
+        must_free(f, must_alloc(f, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+    return NULL;
+}
+
+/* A thread's hits and frees stay counted after it exits. */
+static void test_counts_survive_exit(void **state)
+{
+    fixture *f = *state;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, pairs_then_exit, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    ca_dev_stats st = stats(f);
+    assert_int_equal(st.alloc_calls, 3);
+    assert_int_equal(st.cache_hits, 2);
+    assert_int_equal(st.free_calls, 3);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_balanced(f);
+}
+
 /* Once a created stream exists, a block kept from a plain free may have been used on it: the
  * thread no longer takes it back without the pools' fence. */
 static void test_plain_after_stream_waits_for_fence(void **state)
@@ -278,6 +301,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hit_and_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_miss_gives_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_thread_and_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counts_survive_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_after_stream_waits_for_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_kept_before_stream_without_switch, setup,
                                         teardown),
