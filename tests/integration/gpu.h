@@ -178,6 +178,18 @@ static inline void gpu_gate_open(struct gpu_gate *g)
     __atomic_store_n(&g->open, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The race tests' verdict: y, written 0x5E by the program, must not have been overwritten by
+ * another thread's late write (0xA1) to the block x it replaced. Frees y; 0 when it survived. */
+static inline int race_verdict(void *y, const void *x)
+{
+    unsigned char c = 0;
+    CHECK(gpuMemcpy(&c, y, 1, gpuMemcpyDefault));
+    printf("y %s x; y[0] = 0x%02X (%s)\n", y == x ? "==" : "!=", c,
+           c == 0x5E ? "ok" : "written by thread A's stream");
+    CHECK(gpuFree(y));
+    return c == 0x5E ? 0 : 1;
+}
+
 /* Wait (at most 10 s) until a stream reached the gate: everything queued before it is done. */
 static inline int gpu_gate_reached(struct gpu_gate *g)
 {
