@@ -59,6 +59,14 @@ static int claim(void *ctx)
     return slot;
 }
 
+/* The calling thread's current context changed, or its slot was dropped: look it up. */
+static CA_SLOW void remember(void *ctx)
+{
+    int s = ca_drv_slot_of(ctx);
+    tl_ctx = ctx;
+    tl_slot = s >= 0 ? s : claim(ctx);
+}
+
 ca_rt_err ca_drv_get_slot(int *slot)
 {
     const ca_drv_fns *f = ca_drv_fns_get();
@@ -73,11 +81,8 @@ ca_rt_err ca_drv_get_slot(int *slot)
         return 0;
     }
     if (ctx != tl_ctx || tl_slot < 0 ||
-        atomic_load_explicit(&slots[tl_slot], memory_order_acquire) != ctx) {
-        int s = ca_drv_slot_of(ctx);
-        tl_ctx = ctx;
-        tl_slot = s >= 0 ? s : claim(ctx);
-    }
+        atomic_load_explicit(&slots[tl_slot], memory_order_acquire) != ctx)
+        remember(ctx);
     *slot = tl_slot;
     return 0;
 }

@@ -102,7 +102,7 @@ static void load_options(void)
 
 atomic_uint ca_dlopen_gen;
 
-static void scan_imports(ca_runtime *rt)
+static CA_SLOW void scan_imports(ca_runtime *rt)
 {
     unsigned gen = atomic_load_explicit(&ca_dlopen_gen, memory_order_acquire);
     Dl_info info;
@@ -185,7 +185,7 @@ static void open_runtime(ca_runtime *rt)
     }
 }
 
-static int door_open_slow(ca_runtime *rt)
+static CA_SLOW int door_open_slow(ca_runtime *rt)
 {
     if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
         return -1;
@@ -245,7 +245,7 @@ static int src_mem_info(void *ctx, int dev, uint64_t *free_bytes, uint64_t *tota
     return 0;
 }
 
-static void stats_start_slow(ca_runtime *rt)
+static CA_SLOW void stats_start_slow(ca_runtime *rt)
 {
     pthread_mutex_lock(&stats_lock);
     if (!atomic_load(&stats_tried)) {

@@ -178,11 +178,9 @@ int ca_stream_plain_counted(const ca_runtime *rt)
     return tl.plain[rt->slot] != 0;
 }
 
-void ca_stream_plain_thread(ca_runtime *rt, int dev)
+/* ca_stream_plain_thread for a device this thread's plain calls were not counted on yet. */
+static CA_SLOW void plain_thread_first(ca_runtime *rt, int dev, uint64_t bit)
 {
-    uint64_t bit = UINT64_C(1) << dev;
-    if ((tl.plain[rt->slot] & bit) && tl.epoch[dev] == atomic_load(&dev_epoch[dev]))
-        return;
     refresh_epoch(dev);
     if (tl.plain_id == 0)
         tl.plain_id = atomic_fetch_add(&next_thread_id, 1);
@@ -191,6 +189,14 @@ void ca_stream_plain_thread(ca_runtime *rt, int dev)
         owner != tl.plain_id)
         ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY); /* a second thread: leave the fast path */
     tl.plain[rt->slot] |= bit;
+}
+
+void ca_stream_plain_thread(ca_runtime *rt, int dev)
+{
+    uint64_t bit = UINT64_C(1) << dev;
+    if (!(tl.plain[rt->slot] & bit) ||
+        tl.epoch[dev] != atomic_load_explicit(&dev_epoch[dev], memory_order_acquire))
+        plain_thread_first(rt, dev, bit);
 }
 
 static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
