@@ -259,15 +259,21 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
             done
         done
     fi
-    # Pairs per second: the static build through the shim with 1..8 threads, and the plain
-    # runtime (no shim) with one, for the ratio.
+    # Pairs per second: the static build through the shim with 1..8 threads, best of 3 (a
+    # tenth of a second each: one bad moment of a shared CPU moves a single run by half), and
+    # the plain runtime (no shim) with one, for the ratio.
     for api in plain async; do
         for threads in 1 2 4 8; do
             cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static" --api "$api"
                  --threads "$threads" --pairs $((2000000 / threads)))
-            commands+=("${cmd[*]}")
-            "${cmd[@]}" >"$tmp/pairs.out"
-            pair_rate[$api.$threads]=$(val pairs_per_s "$tmp/pairs.out")
+            commands+=("${cmd[*]}  (best of 3)")
+            best=0
+            for _ in 1 2 3; do
+                "${cmd[@]}" >"$tmp/pairs.out"
+                best=$(awk -v a="$best" -v b="$(val pairs_per_s "$tmp/pairs.out")" \
+                       'BEGIN { print (b + 0 > a + 0) ? b : a }')
+            done
+            pair_rate[$api.$threads]=$best
         done
         cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-static" --api "$api" --pairs 2000)
         commands+=("${cmd[*]}")

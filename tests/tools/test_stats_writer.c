@@ -248,9 +248,13 @@ static atomic_int g_hammer_stop;
 static void *hammer(void *arg)
 {
     (void)arg;
+    /* A pause between writes: a writer that never pauses can keep a reader on the other CPU
+     * from ever seeing a settled record (its reads are system calls, slower than a write). */
+    struct timespec pause = {0, 1000};
     while (!atomic_load(&g_hammer_stop)) {
         __atomic_fetch_add(&g_k, 1, __ATOMIC_ACQ_REL);
         ca_stats_publish();
+        nanosleep(&pause, NULL);
     }
     return NULL;
 }
