@@ -144,8 +144,12 @@ int main(void)
         if (r == 1)
             mallocs = sim_counters(0).malloc_calls;
     }
-    /* The later rounds were served from each context's own cache. */
-    EXPECT(sim_counters(0).malloc_calls == mallocs);
+    /* The later rounds were served from each context's own cache. A round's stream work may
+     * still run when the next round allocates, and the budget of pending memory lets the cache
+     * grow rather than wait then (docs/arena.md): on a loaded machine that happens now and
+     * then, at most once per context and size. A cache that did not reuse would ask 108 times. */
+    EXPECT(sim_counters(0).malloc_calls - mallocs <= 2 * NSIZES);
+    mallocs = sim_counters(0).malloc_calls;
 
     CHECK(cuCtxSetCurrent(made));
     SERVED(cuStreamDestroy(sm));
