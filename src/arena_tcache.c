@@ -14,9 +14,12 @@ struct ca_tcache {
     ca_arena *arena;
     bool graveyard;                   /* no thread's: the counts of exited threads' caches */
     ca_tcache *prev, *next;           /* the registry                                    */
+    /* Blocks it was handed and blocks it keeps, in one table by address hash: a free marks
+     * an entry kept and a hit marks it issued again, with nothing copied. A new allocation
+     * whose slot holds a kept block is not remembered (its free goes to the pools). */
+    ca_tc_entry table[CA_TC_ISSUED];
     int nkept;
-    ca_tc_entry kept[CA_TC_KEPT];     /* [nkept - 1] is the newest                       */
-    ca_tc_entry issued[CA_TC_ISSUED]; /* by address hash; a collision forgets the older  */
+    uint8_t kept[CA_TC_KEPT];         /* table slots of the kept blocks, newest last      */
     ca_tc_entry evicted;              /* pushed out by the last keep, for its caller     */
     /* By device: what it keeps now (allocated in the device's books), and its own calls. */
     uint64_t kept_bytes[CA_MAX_DEVICES];
@@ -27,6 +30,8 @@ struct ca_tcache {
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ca_tcache *registry;
+
+static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n);
 
 /* A thread's caches, one per arena it used (a process has one arena per runtime), found by the
  * arena's serial: a destroyed arena's serial never comes back, so a stale pointer here is
@@ -99,8 +104,10 @@ static void retire(ca_tcache *tc)
     pthread_mutex_unlock(&registry_lock);
     if (!live)
         return; /* its arena went first, and took it along */
-    if (tc->nkept > 0 && tc->arena->tc_flush)
-        tc->arena->tc_flush(tc->arena, tc->kept, tc->nkept);
+    ca_tc_entry kept[CA_TC_KEPT];
+    int n = take_kept(tc, -1, kept, 0); /* no lock: nobody else can reach tc any more */
+    if (n > 0 && tc->arena->tc_flush)
+        tc->arena->tc_flush(tc->arena, kept, n);
     free(tc);
 }
 
@@ -168,25 +175,12 @@ static inline bool reusable(ca_arena *a, const ca_tc_entry *e)
     return __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
 }
 
-/* Move tc's kept blocks of dev (dev < 0: all) into out[n..]; returns the new n. Caller holds
- * tc's lock. */
-static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n);
-
-/* Pop kept[i], a hit, and remember it as issued again. Caller holds tc's lock. */
-static inline void *reissue(ca_tcache *tc, int i)
+/* Forget kept[i] (its table entry stays, now issued or emptied by the caller). */
+static inline void unkeep(ca_tcache *tc, int i)
 {
-    ca_tc_entry *e = &tc->kept[i];
-    ca_block *b = e->b;
-    int dev = e->dev;
-    tc->kept_bytes[dev] -= b->size;
-    tc->kept_requested[dev] -= e->requested;
-    tc->hits[dev]++;
-    __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
-    tc->issued[issued_slot(b->addr)] = *e;
     for (int j = i; j < tc->nkept - 1; j++)
         tc->kept[j] = tc->kept[j + 1];
     tc->nkept--;
-    return (void *)b->addr;
 }
 
 static inline bool matches(ca_arena *a, const ca_tc_entry *e, int dev, size_t size,
@@ -204,11 +198,19 @@ bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, 
     ca_lock_acquire(&tc->lock);
     /* Newest first: a loop takes back what it just freed. */
     for (int i = tc->nkept - 1; i >= 0; i--) {
-        if (matches(a, &tc->kept[i], dev, size, s, api)) {
-            *out = reissue(tc, i);
-            ca_lock_release(&tc->lock);
-            return true;
-        }
+        ca_tc_entry *e = &tc->table[tc->kept[i]];
+        if (!matches(a, e, dev, size, s, api))
+            continue;
+        ca_block *b = e->b;
+        tc->kept_bytes[dev] -= b->size;
+        tc->kept_requested[dev] -= e->requested;
+        tc->hits[dev]++;
+        __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
+        e->is_kept = 0; /* issued again: its gen never changed */
+        unkeep(tc, i);
+        ca_lock_release(&tc->lock);
+        *out = (void *)e->addr;
+        return true;
     }
     ca_lock_release(&tc->lock);
     return false;
@@ -234,19 +236,20 @@ void ca_tc_issue(ca_arena *a, int dev, ca_block *b, uint32_t gen, size_t request
     if (!tc && !(tc = cache_new(a)))
         return;
     ca_lock_acquire(&tc->lock);
-    tc->issued[issued_slot(b->addr)] = (ca_tc_entry){
-        .b = b, .addr = b->addr, .requested = requested, .key = s, .gen = gen,
-        .dev = (int16_t)dev, .api = (uint8_t)api};
+    ca_tc_entry *e = &tc->table[issued_slot(b->addr)];
+    if (!e->b || !e->is_kept)
+        *e = (ca_tc_entry){.b = b, .addr = b->addr, .requested = requested, .key = s,
+                           .gen = gen, .dev = (int16_t)dev, .api = (uint8_t)api};
     ca_lock_release(&tc->lock);
 }
 
 /* The issued entry of ptr, still valid, or NULL. Caller holds tc's lock. */
 static inline ca_tc_entry *issued_of(ca_tcache *tc, const void *ptr)
 {
-    ca_tc_entry *e = &tc->issued[issued_slot((uintptr_t)ptr)];
+    ca_tc_entry *e = &tc->table[issued_slot((uintptr_t)ptr)];
     /* Freed or handed out again by the pools since (another thread freed it, or a double
-     * free): the gen moved on, and the pools answer. */
-    if (!e->b || e->addr != (uintptr_t)ptr ||
+     * free): the gen moved on, and the pools answer. A kept block is freed already. */
+    if (!e->b || e->is_kept || e->addr != (uintptr_t)ptr ||
         __atomic_load_n(&e->b->gen, __ATOMIC_RELAXED) != e->gen)
         return NULL;
     return e;
@@ -285,26 +288,24 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
     }
     int rc = CA_TC_KEPT_ONE;
     if (tc->nkept == CA_TC_KEPT) {
-        ca_tc_entry *old = &tc->evicted;
-        *old = tc->kept[0];
-        for (int j = 0; j < CA_TC_KEPT - 1; j++)
-            tc->kept[j] = tc->kept[j + 1];
-        tc->nkept--;
-        tc->kept_bytes[old->dev] -= old->b->size;
-        tc->kept_requested[old->dev] -= old->requested;
+        ca_tc_entry *old = &tc->table[tc->kept[0]];
+        tc->evicted = *old;
+        old->b = NULL;
+        unkeep(tc, 0);
+        tc->kept_bytes[tc->evicted.dev] -= tc->evicted.b->size;
+        tc->kept_requested[tc->evicted.dev] -= tc->evicted.requested;
         rc = CA_TC_KEPT_EVICTING;
     }
-    ca_tc_entry k = *e;
-    e->b = NULL;
-    k.epoch = __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&k.b->kept, 1, __ATOMIC_RELAXED);
-    tc->kept[tc->nkept++] = k;
-    tc->kept_bytes[k.dev] += k.b->size;
-    tc->kept_requested[k.dev] += k.requested;
-    tc->frees[k.dev]++;
+    e->is_kept = 1;
+    e->epoch = __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&e->b->kept, 1, __ATOMIC_RELAXED);
+    tc->kept[tc->nkept++] = (uint8_t)(e - tc->table);
+    tc->kept_bytes[e->dev] += e->b->size;
+    tc->kept_requested[e->dev] += e->requested;
+    tc->frees[e->dev]++;
     ca_lock_release(&tc->lock);
     if (dev_out)
-        *dev_out = k.dev;
+        *dev_out = e->dev;
     return rc;
 }
 
@@ -316,19 +317,22 @@ void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
     ca_lock_release(&tc->lock);
 }
 
+/* Move tc's kept blocks of dev (dev < 0: all) into out[n..] (NULL: drop them); returns the
+ * new n. Caller holds tc's lock. */
 static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n)
 {
     int kept = 0;
     for (int i = 0; i < tc->nkept; i++) {
-        ca_tc_entry *e = &tc->kept[i];
+        ca_tc_entry *e = &tc->table[tc->kept[i]];
         if (dev >= 0 && e->dev != dev) {
-            tc->kept[kept++] = *e;
+            tc->kept[kept++] = tc->kept[i];
             continue;
         }
         tc->kept_bytes[e->dev] -= e->b->size;
         tc->kept_requested[e->dev] -= e->requested;
         if (out)
             out[n++] = *e;
+        e->b = NULL;
     }
     tc->nkept = kept;
     return n;
@@ -368,8 +372,8 @@ void ca_tc_forget(ca_arena *a, int dev)
         ca_lock_acquire(&t->lock);
         take_kept(t, dev, NULL, 0);
         for (int i = 0; i < CA_TC_ISSUED; i++)
-            if (dev < 0 || t->issued[i].dev == dev)
-                t->issued[i].b = NULL;
+            if (dev < 0 || t->table[i].dev == dev)
+                t->table[i].b = NULL;
         for (int i = 0; i < CA_MAX_DEVICES; i++)
             if (dev < 0 || i == dev)
                 t->hits[i] = t->frees[i] = 0; /* the device's counters restart too */

@@ -27,6 +27,7 @@ typedef struct ca_tc_entry {
     uint32_t epoch;                  /* kept: the device's stream epoch at the free      */
     int16_t dev;
     uint8_t api;
+    uint8_t is_kept;                 /* freed and kept, or issued                        */
 } ca_tc_entry;
 
 /* Serve an allocation from the calling thread's cache: true with *out set on a hit. A kept
