@@ -143,13 +143,6 @@ void ca_wait_switch(ca_device *d)
 
 /* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
  * wait once for the device before any other stream may receive them. Drops the lock. */
-/* A stream beside the default ones exists on d: a block a thread keeps from a plain free may
- * have been used on it, so thread caches give such blocks back to the fences. */
-static void note_streams(ca_device *d)
-{
-    __atomic_store_n(&d->streams_seen, 1, __ATOMIC_RELEASE);
-}
-
 static void switch_to_fences(ca_arena *a, ca_device *d)
 {
     ca_wait_switch(d);
@@ -174,6 +167,16 @@ static void switch_to_fences(ca_arena *a, ca_device *d)
 }
 
 void ca_fence_switch(ca_arena *a, ca_device *d) { switch_to_fences(a, d); }
+
+/* A stream beside the default ones exists on d: the device leaves the single-stream fast
+ * path, and a block a thread keeps from a plain free may have been used on that stream, so
+ * thread caches give such blocks back to the fences. */
+static void other_stream(ca_arena *a, ca_device *d)
+{
+    __atomic_store_n(&d->streams_seen, 1, __ATOMIC_RELEASE);
+    if (!d->fenced)
+        switch_to_fences(a, d);
+}
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 {
@@ -487,9 +490,7 @@ static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, siz
         ca_pool *p = &d->plain;
         if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
             if (s != CA_STREAM_LEGACY)
-                note_streams(d);
-            if (s != CA_STREAM_LEGACY && !d->fenced)
-                switch_to_fences(a, d);
+                other_stream(a, d);
             if (d->sync_owed && !d->fenced) /* quiet: the switch waits for the capture */
                 p = NULL;
             else if (!(p = pool_of(d, s)))
@@ -633,11 +634,8 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
         return;
     }
     /* A stream the arena was never told about ends the single-stream fast path here too. */
-    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY) {
-        note_streams(d);
-        if (!d->fenced)
-            switch_to_fences(a, d);
-    }
+    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY)
+        other_stream(a, d);
     b->free_seq = ++d->free_seq;
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
@@ -773,11 +771,9 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    note_streams(d);
     if (nonblocking)
         add_stream(d, s);
-    if (!d->fenced)
-        switch_to_fences(a, d);
+    other_stream(a, d);
     ca_lock_release(&d->lock);
 }
 
@@ -787,9 +783,7 @@ void ca_per_thread_streams_used(ca_arena *a, int dev)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    note_streams(d);
-    if (!d->fenced)
-        switch_to_fences(a, d);
+    other_stream(a, d);
     ca_lock_release(&d->lock);
 }
 
@@ -802,8 +796,8 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
     /* The legacy stream seen from a second thread is that thread's default stream: its plain
      * blocks, kept by itself, stay ordered by it. */
     if (s != CA_STREAM_LEGACY)
-        note_streams(d);
-    if (!d->fenced)
+        other_stream(a, d);
+    else if (!d->fenced)
         switch_to_fences(a, d);
     ca_lock_release(&d->lock);
 }

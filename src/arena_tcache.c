@@ -193,9 +193,9 @@ static inline bool matches(ca_arena *a, const ca_tc_entry *e, int dev, size_t si
 bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
 {
     ca_tcache *tc = cache_of(a);
-    if (!tc || tc->nkept == 0)
+    if (!tc)
         return false;
-    ca_lock_acquire(&tc->lock);
+    ca_lock_acquire(&tc->lock); /* nkept too: a collection may change it */
     /* Newest first: a loop takes back what it just freed. */
     for (int i = tc->nkept - 1; i >= 0; i--) {
         ca_tc_entry *e = &tc->table[tc->kept[i]];
@@ -219,7 +219,7 @@ bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, 
 int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill)
 {
     ca_tcache *tc = cache_of(a);
-    if (!tc || tc->nkept == 0)
+    if (!tc)
         return 0;
     ca_lock_acquire(&tc->lock);
     int n = take_kept(tc, dev, spill, 0);
