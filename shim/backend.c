@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "lane.h"
 #include "streams.h"
 
 _Thread_local __attribute__((tls_model("initial-exec"))) int ca_backend_depth;
@@ -50,8 +51,10 @@ static int sticky_code(ca_rt_err e)
 /* Remembers a sticky error one of the cache's own calls on dev returned (see runtime.h). */
 static ca_rt_err noted(ca_runtime *rt, int dev, ca_rt_err e)
 {
-    if (sticky_code(e) && dev >= 0 && dev < CA_MAX_DEVICES)
+    if (sticky_code(e) && dev >= 0 && dev < CA_MAX_DEVICES) {
         atomic_store_explicit(&rt->sticky[dev], e, memory_order_relaxed);
+        ca_lane_invalidate(); /* lanes were armed on devices without one */
+    }
     return e;
 }
 

@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "init.h"
+#include "lane.h"
 #include "stats_writer.h"
 
 /* One capture under way: the stream that began it (with the thread, for a per-thread stream
@@ -51,9 +52,15 @@ int ca_capture_underway(const ca_runtime *rt)
     return atomic_load_explicit(&underway[rt->slot], memory_order_relaxed) != 0;
 }
 
+int ca_capture_idle(const ca_runtime *rt)
+{
+    return !ca_capture_underway(rt) && !atomic_load_explicit(&kept_any[rt->slot], memory_order_relaxed);
+}
+
 void ca_capture_will_begin(ca_runtime *rt)
 {
     atomic_fetch_add(&underway[rt->slot], 1);
+    ca_lane_invalidate(); /* lanes were armed with no capture under way */
     ca_quiet_begin(rt->arena);
 }
 
@@ -203,6 +210,7 @@ uint64_t ca_capture_reclaim(ca_runtime *rt, int dev, int monitor)
     x->pending = true;
     x->monitor = x->monitor || monitor;
     atomic_store(&kept_any[rt->slot], 1);
+    ca_lane_invalidate(); /* the next allocation must settle it */
     pthread_mutex_unlock(&kept_lock);
     return monitor ? CA_STATS_RECLAIM_LATER : 0;
 }

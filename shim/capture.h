@@ -32,6 +32,9 @@ void ca_capture_thread_mode(ca_runtime *rt, unsigned mode);
 /* 1 while a capture is under way in rt. One relaxed load. */
 int ca_capture_underway(const ca_runtime *rt);
 
+/* 1 while no capture is under way in rt and no reclaim waits for one to end. */
+int ca_capture_idle(const ca_runtime *rt);
+
 /* 1 when the work given to stream is captured, or when a capture is under way and the real
  * runtime cannot tell: allocations and frees on it belong to the graph (the real allocator's
  * graph memory). 0 otherwise, at once when no capture is under way. */

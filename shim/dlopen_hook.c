@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "lane.h"
 #include "real_dlsym.h"
 #include "runtime.h"
 
@@ -26,7 +27,10 @@ static __attribute__((noinline)) dlopen_fn resolve_dlopen(void)
 /* Interposed: loads like the real dlopen (same caller, so the caller's RUNPATH applies). */
 CA_EXPORT void *dlopen(const char *file, int mode)
 {
-    atomic_fetch_add_explicit(&ca_dlopen_gen, 1, memory_order_release);
+    if (!(mode & RTLD_NOLOAD)) { /* which loads nothing */
+        atomic_fetch_add_explicit(&ca_dlopen_gen, 1, memory_order_release);
+        ca_lane_invalidate(); /* the next allocation scans the loaded objects again */
+    }
     dlopen_fn f = atomic_load_explicit(&real_dlopen, memory_order_acquire);
     if (f == NULL)
         f = resolve_dlopen();

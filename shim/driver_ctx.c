@@ -7,6 +7,7 @@
 #include "arena.h"
 #include "driver_ctx.h"
 #include "driver_real.h"
+#include "lane.h"
 
 #define CUDA_ERROR_INVALID_CONTEXT 201u
 
@@ -102,8 +103,10 @@ ca_rt_err ca_drv_set_slot(int slot)
 
 void ca_drv_slot_drop(int slot)
 {
-    if (slot >= 0 && slot < CA_MAX_DEVICES)
+    if (slot >= 0 && slot < CA_MAX_DEVICES) {
         atomic_store_explicit(&slots[slot], NULL, memory_order_release);
+        ca_lane_invalidate(); /* lanes map their context to its slot */
+    }
 }
 
 void ca_drv_slots_after_fork(void)
@@ -114,4 +117,5 @@ void ca_drv_slots_after_fork(void)
         atomic_store(&slots[i], NULL);
     tl_ctx = NULL;
     tl_slot = -1;
+    ca_lane_invalidate();
 }

@@ -237,10 +237,13 @@ static int drv_resolve(ca_runtime *rt)
     OPT(mem_unmap, VMM("cuMemUnmap"));
     OPT(mem_set_access, VMM("cuMemSetAccess"));
     OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
-    OPT(device_ordinal, fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
+    if (!missing)
+        OPT(device_ordinal, fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
     OPT(stream_is_capturing, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_LEGACY, "cuStreamIsCapturing"));
     OPT(stream_is_capturing_ptsz, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_PER_THREAD,
                                        "cuStreamIsCapturing_ptsz"));
+    if (!missing)
+        OPT(current, fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_current));
     rt->fn.get_device = ca_drv_get_slot;
     rt->fn.set_device = ca_drv_set_slot;
     rt->fn.get_last_error = drv_get_last_error;

@@ -24,6 +24,7 @@
 #include "driver_ipc.h"
 #include "driver_real.h"
 #include "init.h"
+#include "lane.h"
 
 typedef ca_rt_err (*get_handle_fn)(struct CUipcMemHandle_st *h, cuabi_deviceptr p);
 
@@ -63,8 +64,10 @@ static get_handle_fn real_get_handle(void)
 static void start_dedicating(ca_runtime *rt)
 {
     const ca_runtime *none = NULL;
-    if (atomic_compare_exchange_strong(&dedicated, &none, rt))
+    if (atomic_compare_exchange_strong(&dedicated, &none, rt)) {
+        ca_lane_invalidate(); /* plain allocations leave the cache */
         ca_reclaim(rt->arena, -1);
+    }
 }
 
 static ca_rt_err refuse(get_handle_fn real, struct CUipcMemHandle_st *h, cuabi_deviceptr p)

@@ -3,10 +3,12 @@
  * runtime's last error are exactly the runtime's own. */
 #include <stdint.h>
 
+#include "backend.h"
 #include "driver_ipc.h"
 #include "capture.h"
 #include "front.h"
 #include "init.h"
+#include "lane.h"
 #include "public_internal.h"
 #include "streams.h"
 
@@ -78,8 +80,59 @@ static CA_SLOW ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, v
     return rt->codes.out_of_memory;
 }
 
+/* What names device dev, current now, for a lane (lane.h); *ok 0 when nothing does. */
+static void *token_of(ca_runtime *rt, int dev, int *ok)
+{
+    if (rt->fn.current == NULL) {
+        *ok = 1;
+        return (void *)(intptr_t)(dev + 1);
+    }
+    return ca_lane_token(rt, ok);
+}
+
+/* A full check that began at generation gen passed for the current device dev: the calling
+ * thread's lane is armed for it (what it held for the same device stays). NULL when the
+ * device cannot be named. */
+static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
+{
+    int ok;
+    void *token = token_of(rt, dev, &ok);
+    if (!ok || !ca_capture_idle(rt))
+        return NULL;
+    ca_lane *l = &ca_lanes[rt->slot];
+    if (l->gen != gen || l->token != token || l->dev != dev)
+        *l = (ca_lane){.gen = gen, .token = token, .dev = dev};
+    return l;
+}
+
+/* The lane of a call that must not pass through: neither from inside one of the cache's own
+ * calls nor while the door is shut (a lane is armed only once it opened). */
+static inline ca_lane *lane_of(ca_runtime *rt)
+{
+    return ca_backend_depth ? NULL : ca_lane_of(rt);
+}
+
+static CA_SLOW ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size);
+
 ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
+    ca_lane *l = lane_of(rt);
+    int dev;
+    if (l == NULL || !l->plain || ptr == NULL || size == 0 || (dev = ca_lane_device(rt, l)) < 0)
+        return malloc_full(rt, ptr, size);
+    void *p;
+    ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
+    if (st == CA_OK) {
+        *ptr = p;
+        return rt->codes.success;
+    }
+    return alloc_refused(rt, REAL_PLAIN, st, ptr, size, NULL);
+}
+
+/* ca_front_malloc off the lane: every check, then the lane armed for the next call. */
+static ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size)
+{
+    uint64_t gen = ca_lane_start();
     if (ca_door_open(rt) != 0)
         return CA_CLOSED(rt, malloc, (ptr, size));
     if (ptr == NULL || size == 0 || ca_public_bypass())
@@ -97,6 +150,9 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     ca_stats_ensure(rt);
     ca_per_thread_default_check(rt, dev);
     ca_stream_plain_thread(rt, dev);
+    ca_lane *l = lane_arm(rt, gen, dev);
+    if (l != NULL)
+        l->plain = 1;
     void *p = NULL;
     ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
     if (st == CA_OK) {
@@ -106,7 +162,26 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     return alloc_refused(rt, REAL_PLAIN, st, ptr, size, NULL);
 }
 
-ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
+/* A plain free past the checks, by a thread whose plain calls are counted on device counted
+ * (-1: none known). */
+static ca_rt_err free_plain(ca_runtime *rt, void *ptr, int counted)
+{
+    int dev = -1;
+    switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
+    case CA_OK:
+        if (dev != counted)
+            ca_stream_plain_thread(rt, dev);
+        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
+    case CA_ERR_NOT_OURS:
+        return rt->fn.free(ptr);
+    default: {
+        ca_rt_err e = rt->fn.free(&not_a_device_pointer);
+        return e != rt->codes.success ? e : rt->codes.invalid_value;
+    }
+    }
+}
+
+static CA_SLOW ca_rt_err free_full(ca_runtime *rt, void *ptr)
 {
     if (ca_door_open(rt) != 0)
         return CA_CLOSED(rt, free, (ptr));
@@ -118,21 +193,46 @@ ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
     if (!ca_stream_plain_counted(rt) && rt->fn.get_device(&dev) == rt->codes.success &&
         usable_device(dev))
         ca_stream_plain_thread(rt, dev);
-    switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
-    case CA_OK:
-        ca_stream_plain_thread(rt, dev);
-        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
-    case CA_ERR_NOT_OURS:
-        return rt->fn.free(ptr);
-    default: {
-        ca_rt_err e = rt->fn.free(&not_a_device_pointer);
-        return e != rt->codes.success ? e : rt->codes.invalid_value;
-    }
-    }
+    return free_plain(rt, ptr, -1);
 }
+
+ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
+{
+    ca_lane *l = lane_of(rt);
+    if (l == NULL || !l->plain || ptr == NULL)
+        return free_full(rt, ptr);
+    return free_plain(rt, ptr, l->dev);
+}
+
+/* The lane of a stream-ordered call on (stream, ptsz), or NULL. */
+static inline ca_lane *lane_of_stream(ca_runtime *rt, void *stream, int ptsz)
+{
+    ca_lane *l = lane_of(rt);
+    return l != NULL && l->async && l->stream == stream && l->ptsz == ptsz ? l : NULL;
+}
+
+static ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t size, void *stream,
+                                   int ptsz);
 
 ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz)
 {
+    ca_lane *l = lane_of_stream(rt, stream, ptsz);
+    if (l == NULL || ptr == NULL || size == 0 || ca_lane_device(rt, l) < 0)
+        return malloc_async_full(rt, ptr, size, stream, ptsz);
+    void *p;
+    ca_status st = ca_malloc(rt->arena, l->kdev, size, l->key, CA_API_ASYNC, &p);
+    if (st == CA_OK) {
+        *ptr = p;
+        return rt->codes.success;
+    }
+    return alloc_refused(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, st, ptr, size, stream);
+}
+
+/* ca_front_malloc_async off the lane: every check, then the lane armed for the stream. */
+static CA_SLOW ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t size,
+                                           void *stream, int ptsz)
+{
+    uint64_t gen = ca_lane_start();
     if (ca_door_open(rt) != 0)
         return ptsz ? CA_CLOSED(rt, malloc_async_ptsz, (ptr, size, stream))
                     : CA_CLOSED(rt, malloc_async, (ptr, size, stream));
@@ -153,10 +253,19 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
     if (!usable_device(dev))
         return real(ptr, size, stream);
     ca_stream_t key;
+    int current = dev;
     /* A handle that names no stream: the runtime answers with its own code and last error. */
     if (ca_stream_key(rt, stream, ptsz, &dev, &key) != rt->codes.success)
         return real(ptr, size, stream);
     ca_stats_ensure(rt);
+    ca_lane *l = usable_device(dev) ? lane_arm(rt, gen, current) : NULL;
+    if (l != NULL) {
+        l->async = 1;
+        l->stream = stream;
+        l->ptsz = ptsz;
+        l->key = key;
+        l->kdev = dev;
+    }
     void *p = NULL;
     ca_status st = ca_malloc(rt->arena, dev, size, key, CA_API_ASYNC, &p);
     if (st == CA_OK) {
@@ -174,7 +283,36 @@ static ca_rt_err rejected_free_async(ca_runtime *rt, ca_rt_err (*real)(void *, v
     return e != rt->codes.success ? e : rt->codes.invalid_value;
 }
 
+/* A stream-ordered free past the checks, on arena key `key` of the caller's device dev. */
+static ca_rt_err free_async_keyed(ca_runtime *rt, ca_rt_err (*real)(void *, void *), void *ptr,
+                                  void *stream, ca_stream_t key, int dev)
+{
+    switch (ca_free(rt->arena, ptr, key, CA_API_ASYNC, &dev)) {
+    case CA_OK:
+        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
+    case CA_ERR_NOT_OURS:
+        return real(ptr, stream);
+    default:
+        return rejected_free_async(rt, real, stream);
+    }
+}
+
+static ca_rt_err free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
+
 ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
+{
+    ca_lane *l = lane_of_stream(rt, stream, ptsz);
+    /* The per-thread stream's key is told to the arena per device, the block's own: off the
+     * lane. */
+    if (l == NULL || ptr == NULL || ((uintptr_t)l->key & 1u))
+        return free_async_full(rt, ptr, stream, ptsz);
+    ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
+    if (real == NULL)
+        return rt->codes.not_initialized;
+    return free_async_keyed(rt, real, ptr, stream, l->key, l->kdev);
+}
+
+static CA_SLOW ca_rt_err free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
     if (ca_door_open(rt) != 0)
         return ptsz ? CA_CLOSED(rt, free_async_ptsz, (ptr, stream))
@@ -219,14 +357,7 @@ ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
         if (e != rt->codes.success)
             return e;
     }
-    switch (ca_free(rt->arena, ptr, key, CA_API_ASYNC, &dev)) {
-    case CA_OK:
-        return sticky_of(rt, dev) ? sticky_free(rt, sticky_of(rt, dev)) : rt->codes.success;
-    case CA_ERR_NOT_OURS:
-        return real(ptr, stream);
-    default:
-        return rejected_free_async(rt, real, stream);
-    }
+    return free_async_keyed(rt, real, ptr, stream, key, dev);
 }
 
 ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,

@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "driver_ctx.h"
+#include "lane.h"
 #include "leak.h"
 #include "ptsz_scan.h"
 #include "init.h"
@@ -61,6 +62,7 @@ static void after_fork_child(void)
         ca_stats_forget_after_fork();
         atomic_store(&stats_tried, 0);
     }
+    ca_lane_invalidate();
 }
 
 /* At exit, by exit or quick_exit (never a device call): the leak report and the verbose
@@ -109,8 +111,8 @@ static CA_SLOW void scan_imports(ca_runtime *rt)
     const void *base = NULL;
     if (rt->fn.malloc && dladdr((void *)(uintptr_t)rt->fn.malloc, &info))
         base = info.dli_fbase;
-    if (ca_imports_per_thread_stream(base))
-        atomic_store(&rt->per_thread_default, 1);
+    if (ca_imports_per_thread_stream(base) && !atomic_exchange(&rt->per_thread_default, 1))
+        ca_lane_invalidate(); /* every device must now be told at its next plain allocation */
     atomic_store(&rt->scanned_gen, gen);
 }
 

@@ -5,6 +5,7 @@
 #include "cachealloc.h"
 #include "capture.h"
 #include "init.h"
+#include "lane.h"
 #include "public_internal.h"
 
 /* Each thread's region stack: bit i of `nocache` is 1 when region i (from the outside) is a
@@ -24,6 +25,7 @@ int ca_public_bypass(void)
 static void push(int nocache, const char *name)
 {
     unsigned d = regions.depth++;
+    ca_lane_disarm(); /* lanes were armed outside this region */
     if (d < MAX_TRACKED) {
         uint64_t bit = UINT64_C(1) << d;
         regions.nocache = nocache ? regions.nocache | bit : regions.nocache & ~bit;
@@ -101,4 +103,5 @@ CA_EXPORT void cachealloc_region_end_v1(void)
 {
     if (regions.depth > 0)
         regions.depth--;
+    ca_lane_disarm();
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "init.h"
+#include "lane.h"
 #include "streams.h"
 
 /* Streams created through the shim (or first met in an async call): handle -> device.
@@ -31,6 +32,7 @@ static _Thread_local uint_fast64_t tl_known_gen;
 static void known_changed(void)
 {
     atomic_fetch_add_explicit(&known_gen, 1, memory_order_release);
+    ca_lane_invalidate(); /* lanes remember a stream's key and device */
 }
 
 static size_t slot_of(const void *h, size_t cap)
@@ -358,4 +360,5 @@ void ca_streams_forget(int dev)
                 atomic_store(&plain_owner[s][d], 0);
             atomic_fetch_add(&dev_epoch[d], 1);
         }
+    ca_lane_invalidate(); /* lanes were armed with the threads' plain calls counted */
 }

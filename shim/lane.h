@@ -1,0 +1,79 @@
+/* The fast lane: what a thread's last full check of an allocation call established, so that
+ * its next calls skip every check whose answer cannot have changed.
+ *
+ * A full call (front.c) checks the door, the capture state, the device, its sticky error, the
+ * statistics, the per-thread stream scan and the thread's plain-call count, and then arms the
+ * calling thread's lane with the generation it read before it began. Anything that could
+ * change one of those answers, on any thread, bumps the generation after the change: a lane
+ * whose generation is stale is never used, and its thread goes the full way once more. So a
+ * call on the lane reads one shared word, written only by rare events (a capture, a dlopen, a
+ * stream created or destroyed, a device reset, a sticky error), and otherwise only its own
+ * thread's memory. */
+#ifndef CACHEALLOC_SHIM_LANE_H
+#define CACHEALLOC_SHIM_LANE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+typedef struct ca_lane {
+    uint64_t gen;     /* ca_lane_gen when armed; 0: not armed (the generation starts at 1) */
+    void *token;      /* what named the current device then (see ca_lane_token)            */
+    int dev;          /* ... and that device                                                */
+    int plain;        /* the thread's plain calls are counted on dev (streams.c)            */
+    /* The last stream of a stream-ordered call (none while async is 0): its handle and entry
+     * point, and the arena key and device they gave for token's device. */
+    int async;
+    int ptsz;
+    int kdev;
+    void *stream;
+    ca_stream_t key;
+} ca_lane;
+
+extern atomic_uint_fast64_t ca_lane_gen;
+extern _Thread_local ca_lane ca_lanes[CA_RT_SLOTS];
+
+/* Something a lane relies on changed (on any thread): every thread's lane goes stale. Called
+ * after the change is made. */
+void ca_lane_invalidate(void);
+
+/* The calling thread's lanes go stale (its own state changed: a public-API region). */
+void ca_lane_disarm(void);
+
+/* The generation a full check starts from: read before anything the check looks at. */
+static inline uint64_t ca_lane_start(void)
+{
+    return atomic_load_explicit(&ca_lane_gen, memory_order_acquire);
+}
+
+/* The calling thread's lane of rt when it is armed and current, else NULL. */
+static inline ca_lane *ca_lane_of(const ca_runtime *rt)
+{
+    ca_lane *l = &ca_lanes[rt->slot];
+    return l->gen == atomic_load_explicit(&ca_lane_gen, memory_order_acquire) ? l : NULL;
+}
+
+/* What names the current device now: the current context where the runtime has one (the CUDA
+ * driver), else the device's ordinal. *ok 0 when the runtime cannot tell. */
+static inline void *ca_lane_token(const ca_runtime *rt, int *ok)
+{
+    void *t = NULL;
+    if (rt->fn.current != NULL) {
+        *ok = rt->fn.current(&t) == 0 && t != NULL;
+        return t;
+    }
+    int dev = -1;
+    *ok = rt->fn.get_device(&dev) == rt->codes.success;
+    return (void *)(intptr_t)(dev + 1);
+}
+
+/* The current device when the lane's own, else -1 (the caller then goes the full way). */
+static inline int ca_lane_device(const ca_runtime *rt, const ca_lane *l)
+{
+    int ok;
+    void *t = ca_lane_token(rt, &ok);
+    return ok && t == l->token ? l->dev : -1;
+}
+
+#endif
