@@ -258,11 +258,13 @@ ca_rt_err cuMemFree_v2(cuabi_deviceptr p) { return ca_front_free(&drv_rt, (void 
  * default pool, else the real driver's (driver_pools.c). */
 static ca_rt_err alloc_async(cuabi_deviceptr *p, size_t n, cuabi_stream_t s, int ptsz)
 {
-    ca_rt_err (*real_alloc)(cuabi_deviceptr *, size_t, cuabi_stream_t) =
-        REAL(ca_rt_err(*)(cuabi_deviceptr *, size_t, cuabi_stream_t),
-             ptsz ? I_cuMemAllocAsync_ptsz : I_cuMemAllocAsync);
-    if (real_alloc != NULL && ca_drv_pool_passthrough(s))
-        return real_alloc(p, n, s);
+    if (ca_drv_pool_passthrough(s)) {
+        ca_rt_err (*real_alloc)(cuabi_deviceptr *, size_t, cuabi_stream_t) =
+            REAL(ca_rt_err(*)(cuabi_deviceptr *, size_t, cuabi_stream_t),
+                 ptsz ? I_cuMemAllocAsync_ptsz : I_cuMemAllocAsync);
+        if (real_alloc != NULL)
+            return real_alloc(p, n, s);
+    }
     return ca_front_malloc_async(&drv_rt, (void **)p, n, s, ptsz);
 }
 

@@ -4,13 +4,14 @@
  * caches are collected or summed. Lock order: registry, then a cache, then (never while holding
  * either) a device. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "arena_tcache.h"
 
 typedef struct ca_tcache ca_tcache;
 struct ca_tcache {
-    ca_lock lock;
+    uint32_t lock;                    /* tc_try, tc_lock: 0 free, 1 held                 */
     ca_arena *arena;
     bool graveyard;                   /* no thread's: the counts of exited threads' caches */
     ca_tcache *prev, *next;           /* the registry                                    */
@@ -19,14 +20,15 @@ struct ca_tcache {
      * whose slot holds a kept block is not remembered (its free goes to the pools). */
     ca_tc_entry table[CA_TC_ISSUED];
     int nkept;
-    uint8_t kept[CA_TC_KEPT];         /* table slots of the kept blocks, newest last      */
+    uint64_t kept;                    /* byte i: table slot of the i-th kept block, oldest
+                                       * first (one word: forgetting one is two shifts)  */
     ca_tc_entry evicted;              /* pushed out by the last keep, for its caller     */
-    /* By device: what it keeps now (allocated in the device's books), and its own calls. */
-    uint64_t kept_bytes[CA_MAX_DEVICES];
-    uint64_t kept_requested[CA_MAX_DEVICES];
+    /* By device, its own calls. */
     uint64_t hits[CA_MAX_DEVICES];
     uint64_t frees[CA_MAX_DEVICES];
 };
+
+_Static_assert(CA_TC_KEPT <= 8 && CA_TC_ISSUED <= 256, "kept slots are bytes of one word");
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ca_tcache *registry;
@@ -156,6 +158,26 @@ static ca_tcache *cache_new(ca_arena *a)
     return tc;
 }
 
+/* A cache's lock: its thread only ever tries it (held: that call misses), and whoever collects
+ * or sums the caches spins on it, yielding, through the few stores the thread makes under it.
+ * So giving it back is one store, with nobody asleep to wake. */
+static inline bool tc_try(ca_tcache *tc)
+{
+    uint32_t free_ = 0;
+    return __atomic_compare_exchange_n(&tc->lock, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static void tc_lock(ca_tcache *tc)
+{
+    while (!tc_try(tc))
+        sched_yield();
+}
+
+static inline void tc_unlock(ca_tcache *tc)
+{
+    __atomic_store_n(&tc->lock, 0, __ATOMIC_RELEASE);
+}
+
 static inline ca_tcache *cache_of(ca_arena *a)
 {
     for (int i = 0; i < TL_SLOTS; i++)
@@ -175,11 +197,18 @@ static inline bool reusable(ca_arena *a, const ca_tc_entry *e)
     return __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
 }
 
-/* Forget kept[i] (its table entry stays, now issued or emptied by the caller). */
+/* The table entry of the i-th kept block (0: the oldest). */
+static inline ca_tc_entry *kept_at(ca_tcache *tc, int i)
+{
+    return &tc->table[(tc->kept >> (8 * i)) & 0xff];
+}
+
+/* Forget the i-th kept block: the newer ones move down a place (its table entry stays, now
+ * issued or emptied by the caller). */
 static inline void unkeep(ca_tcache *tc, int i)
 {
-    for (int j = i; j < tc->nkept - 1; j++)
-        tc->kept[j] = tc->kept[j + 1];
+    uint64_t older = (UINT64_C(1) << (8 * i)) - 1;
+    tc->kept = (tc->kept & older) | ((tc->kept >> 8) & ~older);
     tc->nkept--;
 }
 
@@ -195,24 +224,23 @@ bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, 
     ca_tcache *tc = cache_of(a);
     if (!tc)
         return false;
-    ca_lock_acquire(&tc->lock); /* nkept too: a collection may change it */
+    /* nkept too: a collection may change it. Held by a collection: a miss. */
+    if (!tc_try(tc))
+        return false;
     /* Newest first: a loop takes back what it just freed. */
     for (int i = tc->nkept - 1; i >= 0; i--) {
-        ca_tc_entry *e = &tc->table[tc->kept[i]];
+        ca_tc_entry *e = kept_at(tc, i);
         if (!matches(a, e, dev, size, s, api))
             continue;
-        ca_block *b = e->b;
-        tc->kept_bytes[dev] -= b->size;
-        tc->kept_requested[dev] -= e->requested;
         tc->hits[dev]++;
-        __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->b->kept, 0, __ATOMIC_RELAXED);
         e->is_kept = 0; /* issued again: its gen never changed */
         unkeep(tc, i);
-        ca_lock_release(&tc->lock);
+        tc_unlock(tc);
         *out = (void *)e->addr;
         return true;
     }
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
     return false;
 }
 
@@ -221,9 +249,9 @@ int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill)
     ca_tcache *tc = cache_of(a);
     if (!tc)
         return 0;
-    ca_lock_acquire(&tc->lock);
+    tc_lock(tc);
     int n = take_kept(tc, dev, spill, 0);
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
     return n;
 }
 
@@ -235,12 +263,13 @@ void ca_tc_issue(ca_arena *a, int dev, ca_block *b, uint32_t gen, size_t request
     ca_tcache *tc = cache_of(a);
     if (!tc && !(tc = cache_new(a)))
         return;
-    ca_lock_acquire(&tc->lock);
+    if (!tc_try(tc))
+        return; /* held by a collection: not remembered, its free goes to the pools */
     ca_tc_entry *e = &tc->table[issued_slot(b->addr)];
     if (!e->b || !e->is_kept)
         *e = (ca_tc_entry){.b = b, .addr = b->addr, .requested = requested, .key = s,
                            .gen = gen, .dev = (int16_t)dev, .api = (uint8_t)api};
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
 }
 
 /* The issued entry of ptr, still valid, or NULL. Caller holds tc's lock. */
@@ -258,52 +287,46 @@ static inline ca_tc_entry *issued_of(ca_tcache *tc, const void *ptr)
 bool ca_tc_issued(ca_arena *a, const void *ptr, int *dev, size_t *requested)
 {
     ca_tcache *tc = cache_of(a);
-    if (!tc)
+    if (!tc || !tc_try(tc))
         return false;
-    ca_lock_acquire(&tc->lock);
     const ca_tc_entry *e = issued_of(tc, ptr);
     if (e) {
         *dev = e->dev;
         *requested = e->requested;
     }
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
     return e != NULL;
 }
 
 int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out)
 {
     ca_tcache *tc = cache_of(a);
-    if (!tc)
+    if (!tc || !tc_try(tc))
         return CA_TC_NOT_KEPT;
-    ca_lock_acquire(&tc->lock);
     ca_tc_entry *e = issued_of(tc, ptr);
     if (!e || e->api != api || e->key != s) {
-        ca_lock_release(&tc->lock);
+        tc_unlock(tc);
         return CA_TC_NOT_KEPT;
     }
     ca_device *d = ca_device_peek(a, e->dev);
     if (!d || (api == CA_API_PLAIN && __atomic_load_n(&d->streams_seen, __ATOMIC_ACQUIRE))) {
-        ca_lock_release(&tc->lock);
+        tc_unlock(tc);
         return CA_TC_NOT_KEPT; /* fences decide, in the pools */
     }
     int rc = CA_TC_KEPT_ONE;
     if (tc->nkept == CA_TC_KEPT) {
-        ca_tc_entry *old = &tc->table[tc->kept[0]];
+        ca_tc_entry *old = kept_at(tc, 0);
         tc->evicted = *old;
         old->b = NULL;
         unkeep(tc, 0);
-        tc->kept_bytes[tc->evicted.dev] -= tc->evicted.b->size;
-        tc->kept_requested[tc->evicted.dev] -= tc->evicted.requested;
         rc = CA_TC_KEPT_EVICTING;
     }
     e->is_kept = 1;
     e->epoch = __atomic_load_n(&d->stream_epoch, __ATOMIC_ACQUIRE);
     __atomic_store_n(&e->b->kept, 1, __ATOMIC_RELAXED);
-    tc->kept[tc->nkept++] = (uint8_t)(e - tc->table);
-    tc->kept_bytes[e->dev] += e->b->size;
-    tc->kept_requested[e->dev] += e->requested;
+    tc->kept |= (uint64_t)(e - tc->table) << (8 * tc->nkept++);
     tc->frees[e->dev]++;
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
     if (dev_out)
         *dev_out = e->dev;
     return rc;
@@ -312,9 +335,9 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
 void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
 {
     ca_tcache *tc = cache_of(a);
-    ca_lock_acquire(&tc->lock);
+    tc_lock(tc);
     *out = tc->evicted;
-    ca_lock_release(&tc->lock);
+    tc_unlock(tc);
 }
 
 /* Move tc's kept blocks of dev (dev < 0: all) into out[n..] (NULL: drop them); returns the
@@ -322,18 +345,18 @@ void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
 static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n)
 {
     int kept = 0;
+    uint64_t slots = 0;
     for (int i = 0; i < tc->nkept; i++) {
-        ca_tc_entry *e = &tc->table[tc->kept[i]];
+        ca_tc_entry *e = kept_at(tc, i);
         if (dev >= 0 && e->dev != dev) {
-            tc->kept[kept++] = tc->kept[i];
+            slots |= (uint64_t)(e - tc->table) << (8 * kept++);
             continue;
         }
-        tc->kept_bytes[e->dev] -= e->b->size;
-        tc->kept_requested[e->dev] -= e->requested;
         if (out)
             out[n++] = *e;
         e->b = NULL;
     }
+    tc->kept = slots;
     tc->nkept = kept;
     return n;
 }
@@ -351,9 +374,9 @@ int ca_tc_collect(ca_arena *a, int dev, ca_tc_entry **out)
     for (ca_tcache *t = registry; t && list; t = t->next) {
         if (t->arena != a)
             continue;
-        ca_lock_acquire(&t->lock);
+        tc_lock(t);
         n = take_kept(t, dev, list, n);
-        ca_lock_release(&t->lock);
+        tc_unlock(t);
     }
     pthread_mutex_unlock(&registry_lock);
     if (n == 0)
@@ -369,7 +392,7 @@ void ca_tc_forget(ca_arena *a, int dev)
     for (ca_tcache *t = registry; t; t = t->next) {
         if (t->arena != a)
             continue;
-        ca_lock_acquire(&t->lock);
+        tc_lock(t);
         take_kept(t, dev, NULL, 0);
         for (int i = 0; i < CA_TC_ISSUED; i++)
             if (dev < 0 || t->table[i].dev == dev)
@@ -377,7 +400,7 @@ void ca_tc_forget(ca_arena *a, int dev)
         for (int i = 0; i < CA_MAX_DEVICES; i++)
             if (dev < 0 || i == dev)
                 t->hits[i] = t->frees[i] = 0; /* the device's counters restart too */
-        ca_lock_release(&t->lock);
+        tc_unlock(t);
     }
     pthread_mutex_unlock(&registry_lock);
 }
@@ -389,12 +412,17 @@ void ca_tc_adjust_stats(ca_arena *a, int dev, ca_dev_stats *st)
     for (ca_tcache *t = registry; t; t = t->next) {
         if (t->arena != a)
             continue;
-        ca_lock_acquire(&t->lock);
-        bytes += t->kept_bytes[dev];
-        requested += t->kept_requested[dev];
+        tc_lock(t);
+        for (int i = 0; i < t->nkept; i++) {
+            const ca_tc_entry *e = kept_at(t, i);
+            if (e->dev == dev) {
+                bytes += e->b->size;
+                requested += e->requested;
+            }
+        }
         hits += t->hits[dev];
         frees += t->frees[dev];
-        ca_lock_release(&t->lock);
+        tc_unlock(t);
     }
     pthread_mutex_unlock(&registry_lock);
     /* Never below zero: the device's snapshot and the caches' are taken one after the other. */
@@ -413,7 +441,7 @@ void ca_tc_fork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     registry_lock = fresh;
     for (ca_tcache *t = registry; t; t = t->next)
-        t->lock = (ca_lock)CA_LOCK_INIT;
+        t->lock = 0;
 }
 
 void ca_tc_arena_gone(ca_arena *a)
