@@ -1,6 +1,6 @@
 /* drv_streams.c: the driver's streams and events: a non-blocking stream ignores the legacy
  * stream, a held stream reports NOT_READY, events complete in stream order, time the work
- * between them, and make another stream wait on the device side. */
+ * between them, make another stream wait on the device side, and are refused once destroyed. */
 #include "drv_check.h"
 
 static void set_flag(void *f)
@@ -95,6 +95,10 @@ static void events(void)
     CHECK_EQ(c.stream_waits - c0.stream_waits, 1);
     CU_OK(cuEventDestroy(start));
     CU_OK(cuEventDestroy(end));
+    /* A destroyed event is refused with the driver's code, and nothing is queued (CUB's
+     * CachingDeviceAllocator records an event another thread may have destroyed). */
+    CHECK_EQ(cuEventRecord(start, s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_EQ(sim_counters(0).events_recorded, c.events_recorded);
     CU_OK(cuStreamDestroy(s));
     CU_OK(cuStreamDestroy(waiter));
 }

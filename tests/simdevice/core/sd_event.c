@@ -84,7 +84,7 @@ int sd_event_record(void *event, void *stream, int ptsz)
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
     struct sd_stream *s;
-    struct sd_op *op;
+    struct sd_op *op = NULL;
     int rc = lookup(event, &e);
     if (!rc)
         rc = sd_op_prepare(stream, ptsz, OP_EVENT, &s, &op);
