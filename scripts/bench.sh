@@ -7,7 +7,7 @@
 # docs/benchmarks.md explains what each figure means.
 #
 #   scripts/bench.sh [--builddir DIR] [--runs N] [--pairs N] [--memset BYTES]
-#                    [--no-build] [--no-callgrind] [--loops-only] [--loop-pairs N]
+#                    [--no-build] [--no-callgrind] [--loops-only] [--pairs-only] [--loop-pairs N]
 #                    [--loop-runs N] [TRACE.csv ...]
 #
 # Default traces: tests/bench/small_trace.csv, plus ../shared/traces/*.csv when that directory
@@ -24,6 +24,7 @@ memset_bytes=8
 build=1
 callgrind=1
 loops_only=0
+pairs_only=0
 loop_pairs=20000  # timed pairs per loop variant of the caches (the plain runtime: a tenth)
 loop_runs=3       # best-of for the loops
 traces=()
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --no-callgrind) callgrind=0; shift ;;
     --loops-only) loops_only=1; shift ;;
+    --pairs-only) pairs_only=1; shift ;;
     --loop-pairs) loop_pairs=$2; shift 2 ;;
     --loop-runs) loop_runs=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -202,7 +204,8 @@ fi
 
 # ---------------------------------------------------------------- hot path: ns per pair
 declare -A ns ns_thread ins
-for variant in "plain 1" "async 1" "plain 4" "async 4"; do
+[ "$pairs_only" = 1 ] && hot_variants=() || hot_variants=("plain 1" "async 1" "plain 4" "async 4")
+for variant in "${hot_variants[@]}"; do
     read -r api threads <<<"$variant"
     per_thread=$((pairs / threads))
     cmd=("$hotpath" --api "$api" --threads "$threads" --pairs "$per_thread" --runs "$runs")
@@ -217,6 +220,7 @@ have_valgrind=0
 if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
     have_valgrind=1
     for api in plain async; do
+        [ "$pairs_only" = 1 ] && break
         total=()
         for n in "$cg_pairs" $((2 * cg_pairs)); do
             cmd=(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out"
@@ -237,7 +241,7 @@ pairs_dir=$builddir/tests/bench
 cgobj="python3 $repo/tests/bench/callgrind_objects.py"
 pair_vars=("LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64" CACHEALLOC_STATS=0)
 shim_env=(env "${pair_vars[@]}")
-declare -A pair_total pair_shim pair_rate
+declare -A pair_total pair_shim pair_rate pair_fail
 through_shim=0
 if [ -x "$pairs_dir/bench-pairs-static" ]; then
     through_shim=1
@@ -258,28 +262,113 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                 pair_shim[$kind.$api]=$(( (o[1] - o[0]) / 20000 ))
             done
         done
+        # The same loops through CUB's CachingDeviceAllocator (no shim): its total per pair.
+        if [ -x "$pairs_dir/bench-pairs-cub" ]; then
+            for api in plain async; do
+                t=()
+                for n in 20000 40000; do
+                    cmd=(env -u LD_PRELOAD "${pair_vars[@]}" valgrind --tool=callgrind
+                         --callgrind-out-file="$tmp/pairs.cg" "$pairs_dir/bench-pairs-cub"
+                         --api "$api" --pairs "$n")
+                    commands+=("${cmd[*]}")
+                    "${cmd[@]}" >/dev/null 2>"$tmp/pairs.err"
+                    t+=("$($cgobj "$tmp/pairs.cg" --total)")
+                done
+                pair_total[cub.$api]=$(( (t[1] - t[0]) / 20000 ))
+            done
+        fi
     fi
     # Pairs per second: the static build through the shim with 1..8 threads, best of 3 (a
     # tenth of a second each: one bad moment of a shared CPU moves a single run by half), and
     # the plain runtime (no shim) with one, for the ratio.
+    # CUB's CachingDeviceAllocator, the same loops without the shim, for the ratio.
     for api in plain async; do
         for threads in 1 2 4 8; do
-            cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static" --api "$api"
-                 --threads "$threads" --pairs $((2000000 / threads)))
-            commands+=("${cmd[*]}  (best of 3)")
-            best=0
-            for _ in 1 2 3; do
-                "${cmd[@]}" >"$tmp/pairs.out"
-                best=$(awk -v a="$best" -v b="$(val pairs_per_s "$tmp/pairs.out")" \
-                       'BEGIN { print (b + 0 > a + 0) ? b : a }')
+            for who in cache cub; do
+                if [ "$who" = cache ]; then
+                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static")
+                elif [ -x "$pairs_dir/bench-pairs-cub" ]; then
+                    cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-cub")
+                else
+                    continue
+                fi
+                cmd+=(--api "$api" --threads "$threads" --pairs $((2000000 / threads)))
+                commands+=("${cmd[*]}  (best of 3)")
+                best=0
+                failed=0
+                for _ in 1 2 3; do
+                    # CUB fails some calls with 8 threads: it records a block's event after
+                    # giving its mutex back, and another thread may have destroyed it.
+                    "${cmd[@]}" >"$tmp/pairs.out" || [ "$who" = cub ]
+                    f=$(val failures "$tmp/pairs.out"); failed=$((failed + ${f:-1}))
+                    best=$(awk -v a="$best" -v b="$(val pairs_per_s "$tmp/pairs.out")" \
+                           'BEGIN { print (b + 0 > a + 0) ? b : a }')
+                done
+                if [ "$who" = cache ]; then
+                    pair_rate[$api.$threads]=$best
+                else
+                    pair_rate[$api.cub.$threads]=$best
+                    pair_fail[$api.cub.$threads]=$failed
+                fi
             done
-            pair_rate[$api.$threads]=$best
         done
         cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-static" --api "$api" --pairs 2000)
         commands+=("${cmd[*]}")
         "${cmd[@]}" >"$tmp/pairs.out"
         pair_rate[$api.plainrt]=$(val pairs_per_s "$tmp/pairs.out")
     done
+fi
+
+pairs_report() {
+[ "$through_shim" = 1 ] || return 0
+    echo "The pair through the shim: cache hits of 1 MiB, NVIDIA's runtime (or the driver API),"
+    echo "the shim and the arena, on the simulated driver. Instructions per pair (callgrind, 20,000"
+    echo "and 40,000 pairs), in total and inside libcachealloc.so; targets: 150 plain, 200 async."
+    printf '  %-22s %14s %18s\n' "build, API" "total/pair" "libcachealloc/pair"
+    for kind in static shared driver; do
+        for api in plain async; do
+            printf '  %-22s %14s %18s\n' "$kind, $api" "${pair_total[$kind.$api]:--}" \
+                "${pair_shim[$kind.$api]:--}"
+        done
+    done
+    for api in plain async; do
+        [ -n "${pair_total[cub.$api]:-}" ] &&
+            printf '  %-22s %14s %18s\n' "CUB (no shim), $api" "${pair_total[cub.$api]}" "-"
+    done
+    echo "Pairs per second, static build through the shim (each thread on its own non-blocking"
+    echo "stream for the async API, the default stream for the plain one); ratio to one thread;"
+    echo "the plain runtime without the shim, one thread, and CUB's CachingDeviceAllocator without"
+    echo "the shim (cache: the cache's pairs per second over CUB's), for comparison."
+    for api in plain async; do
+        one=${pair_rate[$api.1]}
+        line="  $api:"
+        for threads in 1 2 4 8; do
+            r=${pair_rate[$api.$threads]}
+            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="$one" 'BEGIN { printf "%.2fx", r / o }'))"
+        done
+        echo "$line; plain runtime ${pair_rate[$api.plainrt]}/s" \
+            "($(awk -v r="$one" -v p="${pair_rate[$api.plainrt]}" 'BEGIN { printf "%.0fx", r / p }') faster under the cache)"
+        if [ -n "${pair_rate[$api.cub.1]:-}" ]; then
+            line="  $api, CUB:"
+            for threads in 1 2 4 8; do
+                r=${pair_rate[$api.cub.$threads]}
+                line+=" $threads thr $r/s (cache $(awk -v c="${pair_rate[$api.$threads]}" -v r="$r" 'BEGIN { printf "%.2fx", c / r }')"
+                [ "${pair_fail[$api.cub.$threads]}" = 0 ] || line+=", ${pair_fail[$api.cub.$threads]} calls failed"
+                line+=")"
+            done
+            echo "$line"
+        fi
+    done
+    echo
+}
+
+if [ "$pairs_only" = 1 ]; then
+    pairs_report
+    echo "Commands:"
+    for c in "${commands[@]}"; do
+        echo "  $c"
+    done
+    exit 0
 fi
 
 # ---------------------------------------------------------------- trace replays
@@ -404,32 +493,7 @@ echo "  during the replay; pages: 2 MiB pages created (cuMemCreate), each also m
 echo "  (expandable segments); frag = 1 - peak live / peak reserved over every pass; after pass"
 echo "  1, 2: driver calls (allocations + frees + maps + unmaps) / device syncs in the later passes."
 echo
-if [ "$through_shim" = 1 ]; then
-    echo "The pair through the shim: cache hits of 1 MiB, NVIDIA's runtime (or the driver API),"
-    echo "the shim and the arena, on the simulated driver. Instructions per pair (callgrind, 20,000"
-    echo "and 40,000 pairs), in total and inside libcachealloc.so; targets: 150 plain, 200 async."
-    printf '  %-22s %14s %18s\n' "build, API" "total/pair" "libcachealloc/pair"
-    for kind in static shared driver; do
-        for api in plain async; do
-            printf '  %-22s %14s %18s\n' "$kind, $api" "${pair_total[$kind.$api]:--}" \
-                "${pair_shim[$kind.$api]:--}"
-        done
-    done
-    echo "Pairs per second, static build through the shim (each thread on its own non-blocking"
-    echo "stream for the async API, the default stream for the plain one); ratio to one thread;"
-    echo "the plain runtime without the shim, one thread, for comparison."
-    for api in plain async; do
-        one=${pair_rate[$api.1]}
-        line="  $api:"
-        for threads in 1 2 4 8; do
-            r=${pair_rate[$api.$threads]}
-            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="$one" 'BEGIN { printf "%.2fx", r / o }'))"
-        done
-        echo "$line; plain runtime ${pair_rate[$api.plainrt]}/s" \
-            "($(awk -v r="$one" -v p="${pair_rate[$api.plainrt]}" 'BEGIN { printf "%.0fx", r / p }') faster under the cache)"
-    done
-    echo
-fi
+pairs_report
 loop_section
 
 echo "A process that never uses a GPU ($inert_runs runs each, median wall time):"

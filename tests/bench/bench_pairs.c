@@ -3,7 +3,7 @@
  * driver. One size, warm cache; each thread on the default stream (plain API) or on its own
  * non-blocking stream (stream-ordered API). Prints key=value lines; exits 1 on a failed call.
  *
- *   bench-pairs-{static,shared,driver} [--api plain|async] [--threads T] [--pairs N]
+ *   bench-pairs-{static,shared,driver,cub} [--api plain|async] [--threads T] [--pairs N]
  *
  * Instruction counts come from callgrind with N and 2N pairs (scripts/bench.sh): the
  * difference divided by N is one pair, in total and per object (callgrind_objects.py). */
@@ -36,6 +36,19 @@ static int pair_async(size_t n, stream_t s)
     CUdeviceptr p;
     return cuMemAllocAsync(&p, n, s) != CUDA_SUCCESS || cuMemFreeAsync(p, s) != CUDA_SUCCESS;
 }
+#elif defined(PAIRS_CUB)
+/* CUB's CachingDeviceAllocator in place of the runtime's allocator (bench_pairs_cub.cpp): the
+ * same loops, run without the shim, for comparison. */
+typedef void *stream_t;
+int cub_pairs_init(void);
+int cub_pairs_stream_new(stream_t *s);
+int cub_pairs_plain(size_t n);
+int cub_pairs_async(size_t n, stream_t s);
+static int init(void) { return cub_pairs_init(); }
+static int thread_init(void) { return 0; }
+static int stream_new(stream_t *s) { return cub_pairs_stream_new(s); }
+static int pair_plain(size_t n) { return cub_pairs_plain(n); }
+static int pair_async(size_t n, stream_t s) { return cub_pairs_async(n, s); }
 #else
 #include <cuda_runtime_api.h>
 typedef cudaStream_t stream_t;
