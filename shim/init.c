@@ -118,8 +118,9 @@ static CA_SLOW void scan_imports(ca_runtime *rt)
 
 void ca_per_thread_default_check(ca_runtime *rt, int dev)
 {
-    /* A dlopen since the last look may have brought such code (a dlopen that is still loading
-     * on another thread is seen at the next allocation after the following one). */
+    /* A dlopen since the last look may have brought such code. The count moves before the
+     * load (its wrapper must end in the real call): a load still under way on another thread
+     * when this scan runs is seen only after the next load. */
     if (atomic_load_explicit(&rt->scanned_gen, memory_order_relaxed) !=
         atomic_load_explicit(&ca_dlopen_gen, memory_order_relaxed))
         scan_imports(rt);

@@ -140,6 +140,7 @@ static ca_stream_t thread_key(void)
 static void thread_exit(void *unused)
 {
     (void)unused;
+    ca_lane_disarm(); /* a later destructor's call must tell the arena about its key again */
     for (int slot = 0; slot < CA_RT_SLOTS; slot++) {
         ca_runtime *rt = ca_runtime_by_slot(slot);
         if (rt == NULL || !atomic_load_explicit(&rt->ready, memory_order_acquire))

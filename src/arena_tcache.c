@@ -5,6 +5,7 @@
  * either) a device. */
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "arena_tcache.h"
@@ -158,9 +159,10 @@ static ca_tcache *cache_new(ca_arena *a)
     return tc;
 }
 
-/* A cache's lock: its thread only ever tries it (held: that call misses), and whoever collects
- * or sums the caches spins on it, yielding, through the few stores the thread makes under it.
- * So giving it back is one store, with nobody asleep to wake. */
+/* A cache's lock: its thread only ever tries it (held: that call misses, or spills nothing),
+ * and whoever collects or sums the caches spins on it, yielding, through the few stores the
+ * thread makes under it, then sleeps between tries (a preempted thread of lower priority may
+ * hold it). So giving it back is one store, with nobody asleep to wake. */
 static inline bool tc_try(ca_tcache *tc)
 {
     uint32_t free_ = 0;
@@ -169,8 +171,12 @@ static inline bool tc_try(ca_tcache *tc)
 
 static void tc_lock(ca_tcache *tc)
 {
-    while (!tc_try(tc))
-        sched_yield();
+    for (int tries = 0; !tc_try(tc); tries++) {
+        if (tries < 64)
+            sched_yield();
+        else
+            nanosleep(&(struct timespec){.tv_nsec = 50 * 1000}, NULL);
+    }
 }
 
 static inline void tc_unlock(ca_tcache *tc)
@@ -247,9 +253,8 @@ bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, 
 int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill)
 {
     ca_tcache *tc = cache_of(a);
-    if (!tc)
-        return 0;
-    tc_lock(tc);
+    if (!tc || !tc_try(tc))
+        return 0; /* held by a collection, which takes them */
     int n = take_kept(tc, dev, spill, 0);
     tc_unlock(tc);
     return n;
@@ -334,10 +339,7 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
 
 void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
 {
-    ca_tcache *tc = cache_of(a);
-    tc_lock(tc);
-    *out = tc->evicted;
-    tc_unlock(tc);
+    *out = cache_of(a)->evicted; /* its thread's alone: no lock */
 }
 
 /* Move tc's kept blocks of dev (dev < 0: all) into out[n..] (NULL: drop them); returns the
