@@ -8,6 +8,7 @@
 // teardown may have begun.
 static cub::CachingDeviceAllocator *cub_alloc;
 
+// Make the allocator, once the runtime has a context; 0 on success.
 extern "C" int cub_pairs_init(void)
 {
     if (cudaFree(nullptr) != cudaSuccess)
@@ -16,6 +17,7 @@ extern "C" int cub_pairs_init(void)
     return 0;
 }
 
+// A non-blocking stream for a thread of the stream-ordered loop; 0 on success.
 extern "C" int cub_pairs_stream_new(void **s)
 {
     cudaStream_t st;
@@ -25,12 +27,14 @@ extern "C" int cub_pairs_stream_new(void **s)
     return 0;
 }
 
+// One pair on the legacy stream; 0 on success.
 extern "C" int cub_pairs_plain(size_t n)
 {
     void *p;
     return cub_alloc->DeviceAllocate(&p, n) != cudaSuccess || cub_alloc->DeviceFree(p) != cudaSuccess;
 }
 
+// One pair on stream s; 0 on success.
 extern "C" int cub_pairs_async(size_t n, void *s)
 {
     void *p;
