@@ -172,14 +172,9 @@ static ca_runtime drv_rt = {
     .stream_nonblocking = CUABI_STREAM_NON_BLOCKING,
     .event_flags = CUABI_EVENT_DISABLE_TIMING,
     .vmm_desc = drv_vmm_desc,
-    .slot = 0,
+    .slot = CA_RT_CUDA,
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-ca_runtime *ca_drv_runtime(void)
-{
-    return ca_runtime_by_slot(drv_rt.slot);
-}
 
 ca_runtime *ca_drv_descriptor(void)
 {

@@ -10,9 +10,7 @@ int ca_drv_served_index(const char *name);
  * resolves the name to the real driver, else what the real dlsym says. */
 void *ca_drv_served_dlsym(int i, void *handle, const char *name);
 
-/* The CUDA driver's descriptor, once the program has called it (NULL before). */
 struct ca_runtime;
-struct ca_runtime *ca_drv_runtime(void);
 
 /* The CUDA driver's descriptor at any time, for entry points of the door's own that go
  * through front.c (pluggable.c): front.c opens it at their first call. */

@@ -20,36 +20,17 @@
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "driver_door.h"
-#include "driver_ipc.h"
 #include "driver_real.h"
 #include "init.h"
 #include "lane.h"
 
 typedef ca_rt_err (*get_handle_fn)(struct CUipcMemHandle_st *h, cuabi_deviceptr p);
 
-/* The CUDA door once the process exported a cache address; NULL before. */
-static _Atomic(const ca_runtime *) dedicated;
 static atomic_flag told = ATOMIC_FLAG_INIT;
 
 /* A host address, never a device allocation: asked of the real export so that a refusal is
  * answered with the driver's own code for memory it cannot export. */
 static char not_device_memory;
-
-int ca_drv_ipc_dedicated(const ca_runtime *rt)
-{
-    return rt == atomic_load_explicit(&dedicated, memory_order_relaxed);
-}
-
-ca_rt_err ca_drv_ipc_malloc(ca_runtime *rt, void **ptr, size_t size)
-{
-    ca_rt_err e = rt->fn.malloc(ptr, size);
-    /* Blocks freed since the first export came back to the cache, which no plain allocation
-     * takes from any more: what it holds must not make the device look full. */
-    if (e == rt->codes.out_of_memory && ca_reclaim(rt->arena, -1) > 0)
-        e = rt->fn.malloc(ptr, size);
-    return e;
-}
 
 static get_handle_fn real_get_handle(void)
 {
@@ -63,8 +44,8 @@ static get_handle_fn real_get_handle(void)
  * cache holds unused goes back, since only stream-ordered allocations will still use it. */
 static void start_dedicating(ca_runtime *rt)
 {
-    const ca_runtime *none = NULL;
-    if (atomic_compare_exchange_strong(&dedicated, &none, rt)) {
+    int none = 0;
+    if (atomic_compare_exchange_strong(&rt->dedicated, &none, 1)) {
         ca_lane_invalidate(); /* plain allocations leave the cache */
         ca_reclaim(rt->arena, -1);
     }
@@ -89,7 +70,7 @@ CA_EXPORT ca_rt_err cuIpcGetMemHandle(struct CUipcMemHandle_st *h, cuabi_devicep
     get_handle_fn real = real_get_handle();
     if (real == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    ca_runtime *rt = ca_drv_runtime();
+    ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
     ca_place at;
     if (rt == NULL || ca_door_open(rt) != 0 || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at))
         return real(h, p);

@@ -12,7 +12,6 @@
 
 #include "cuda_abi.h"
 #include "driver_ctx.h"
-#include "driver_door.h"
 #include "driver_pools.h"
 #include "driver_real.h"
 #include "init.h"
@@ -181,7 +180,7 @@ CA_EXPORT ca_rt_err cuMemPoolTrimTo(cuabi_mempool_t pool, size_t keep)
     if (trim == NULL)
         return CUABI_ERROR_NOT_FOUND;
     ca_rt_err e = trim(pool, keep);
-    struct ca_runtime *rt = ca_drv_runtime();
+    struct ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
     if (e != CUABI_SUCCESS || rt == NULL || ca_door_open(rt) != 0)
         return e;
     int dev = default_pool_device(pool);

@@ -4,7 +4,6 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "driver_ipc.h"
 #include "capture.h"
 #include "front.h"
 #include "init.h"
@@ -80,6 +79,18 @@ static CA_SLOW ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, v
     return rt->codes.out_of_memory;
 }
 
+/* A plain allocation of a process that exported one of the cache's blocks (driver_ipc.c): the
+ * real call, an allocation of its own that exports correctly. Blocks freed since came back to
+ * the cache, which no plain allocation takes from any more: when the device is full, what it
+ * holds unused goes back and the call is made again. */
+static CA_SLOW ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
+{
+    ca_rt_err e = rt->fn.malloc(ptr, size);
+    if (e == rt->codes.out_of_memory && ca_reclaim(rt->arena, -1) > 0)
+        e = rt->fn.malloc(ptr, size);
+    return e;
+}
+
 /* What names device dev, current now, for a lane (lane.h); *ok 0 when nothing does. */
 static void *token_of(ca_runtime *rt, int dev, int *ok)
 {
@@ -138,8 +149,8 @@ static ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size)
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
     ca_capture_settle(rt);
-    if (ca_drv_ipc_dedicated(rt)) /* a process that exported a block: driver_ipc.c */
-        return ca_drv_ipc_malloc(rt, ptr, size);
+    if (atomic_load_explicit(&rt->dedicated, memory_order_relaxed))
+        return dedicated_malloc(rt, ptr, size);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)

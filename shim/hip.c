@@ -84,7 +84,7 @@ static ca_runtime hip_rt = {
     .stream_nonblocking = HIPABI_STREAM_NON_BLOCKING,
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,
-    .slot = 1,
+    .slot = CA_RT_HIP,
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 

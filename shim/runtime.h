@@ -149,8 +149,13 @@ typedef struct ca_runtime {
      * each device: the real, synchronizing free would return it, so the served ones do too,
      * until the device (context) is reset. */
     atomic_uint sticky[CA_MAX_DEVICES];
+    /* 1 once the process exported one of the cache's blocks through this runtime (the CUDA
+     * door, driver_ipc.c): its plain allocations are then the real driver's own, each an
+     * allocation that exports correctly. */
+    atomic_int dedicated;
 } ca_runtime;
 
 #define CA_RT_SLOTS 2
+enum { CA_RT_CUDA = 0, CA_RT_HIP = 1 }; /* the slots */
 
 #endif
