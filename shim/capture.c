@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 #include "capture.h"
-#include "init.h"
+#include "registry.h"
+#include "settings.h"
 #include "lane.h"
 #include "stats_writer.h"
 
@@ -226,29 +227,6 @@ void ca_capture_settle(ca_runtime *rt)
         run(rt, x, x->dev, x->monitor);
     else
         pthread_mutex_unlock(&kept_lock);
-}
-
-ca_rt_err ca_capture_call_begin(ca_runtime *rt, void *stream, unsigned mode)
-{
-    if (ca_door_open(rt) != 0)
-        return CA_CLOSED(rt, stream_begin_capture, (stream, mode));
-    if (rt->fn.stream_begin_capture == NULL)
-        return rt->codes.not_initialized;
-    ca_capture_will_begin(rt);
-    ca_rt_err e = rt->fn.stream_begin_capture(stream, mode);
-    ca_capture_began(rt, stream, 0, mode, e);
-    return e;
-}
-
-ca_rt_err ca_capture_call_end(ca_runtime *rt, void *stream, void **graph)
-{
-    if (ca_door_open(rt) != 0)
-        return CA_CLOSED(rt, stream_end_capture, (stream, graph));
-    if (rt->fn.stream_end_capture == NULL)
-        return rt->codes.not_initialized;
-    ca_rt_err e = rt->fn.stream_end_capture(stream, graph);
-    ca_capture_ended(rt, stream, 0, e);
-    return e;
 }
 
 void ca_capture_after_fork(void)

@@ -50,13 +50,6 @@ uint64_t ca_capture_reclaim(ca_runtime *rt, int dev, int monitor);
  * One relaxed load when there is none. */
 void ca_capture_settle(ca_runtime *rt);
 
-/* A door's begin of a capture through the real stream_begin_capture (HIP): the arena quiet
- * first, the capture remembered after. */
-ca_rt_err ca_capture_call_begin(ca_runtime *rt, void *stream, unsigned mode);
-
-/* A door's end of a capture through the real stream_end_capture (HIP). */
-ca_rt_err ca_capture_call_end(ca_runtime *rt, void *stream, void **graph);
-
 /* In a forked child: no capture survives fork; the arena's quiet ends. */
 void ca_capture_after_fork(void);
 

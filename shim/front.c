@@ -7,6 +7,7 @@
 #include "capture.h"
 #include "front.h"
 #include "init.h"
+#include "settings.h"
 #include "lane.h"
 #include "public_internal.h"
 #include "streams.h"
@@ -501,5 +502,30 @@ ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
     ca_rt_err e = rt->fn.stream_destroy(stream);
     if (e == rt->codes.success)
         ca_capture_stream_destroyed(rt, stream);
+    return e;
+}
+
+/* A door's begin of a capture through the real stream_begin_capture (HIP's, which its door
+ * wraps): the arena quiet first, the capture remembered after. */
+ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode)
+{
+    if (ca_door_open(rt) != 0)
+        return CA_CLOSED(rt, stream_begin_capture, (stream, mode));
+    if (rt->fn.stream_begin_capture == NULL)
+        return rt->codes.not_initialized;
+    ca_capture_will_begin(rt);
+    ca_rt_err e = rt->fn.stream_begin_capture(stream, mode);
+    ca_capture_began(rt, stream, 0, mode, e);
+    return e;
+}
+
+ca_rt_err ca_front_end_capture(ca_runtime *rt, void *stream, void **graph)
+{
+    if (ca_door_open(rt) != 0)
+        return CA_CLOSED(rt, stream_end_capture, (stream, graph));
+    if (rt->fn.stream_end_capture == NULL)
+        return rt->codes.not_initialized;
+    ca_rt_err e = rt->fn.stream_end_capture(stream, graph);
+    ca_capture_ended(rt, stream, 0, e);
     return e;
 }

@@ -35,5 +35,9 @@ ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **str
                                  unsigned flags, int priority);
 /* cudaStreamDestroy / hipStreamDestroy. */
 ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream);
+/* hipStreamBeginCapture, through the real one: the arena quiet first (capture.h). */
+ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode);
+/* hipStreamEndCapture, through the real one: the capture forgotten once it ended. */
+ca_rt_err ca_front_end_capture(ca_runtime *rt, void *stream, void **graph);
 
 #endif

@@ -113,6 +113,6 @@ ca_rt_err hipStreamCreateWithPriority(hipabi_stream_t *stream, unsigned int flag
 /* Interposed hipStreamDestroy: the runtime's own contract, served through front.c. */
 ca_rt_err hipStreamDestroy(hipabi_stream_t stream) { return ca_front_stream_destroy(&hip_rt, stream); }
 /* Interposed hipStreamBeginCapture: the cache goes quiet for the capture (capture.c). */
-ca_rt_err hipStreamBeginCapture(hipabi_stream_t stream, hipabi_capture_enum mode) { return ca_capture_call_begin(&hip_rt, stream, mode); }
+ca_rt_err hipStreamBeginCapture(hipabi_stream_t stream, hipabi_capture_enum mode) { return ca_front_begin_capture(&hip_rt, stream, mode); }
 /* Interposed hipStreamEndCapture: the cache calls the device again once no capture is left. */
-ca_rt_err hipStreamEndCapture(hipabi_stream_t stream, hipabi_graph_t *graph) { return ca_capture_call_end(&hip_rt, stream, (void **)graph); }
+ca_rt_err hipStreamEndCapture(hipabi_stream_t stream, hipabi_graph_t *graph) { return ca_front_end_capture(&hip_rt, stream, (void **)graph); }

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -17,17 +16,17 @@
 #include "ptsz_scan.h"
 #include "init.h"
 #include "real.h"
+#include "registry.h"
+#include "settings.h"
 #include "stats_writer.h"
 #include "streams.h"
 #include "trace.h"
 #include "verbose.h"
 
-static pthread_once_t options_once = PTHREAD_ONCE_INIT;
-static ca_options opts;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static ca_config config;
 static ca_trace *trace;
 
-static ca_runtime *_Atomic slots[CA_RT_SLOTS];   /* runtimes whose arena is ready    */
 static ca_runtime *_Atomic opened[CA_RT_SLOTS];  /* runtimes the program ever called */
 static atomic_int absent_said[CA_RT_SLOTS];
 
@@ -46,7 +45,7 @@ static void after_fork_child(void)
         }
     }
     for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = atomic_load(&slots[i]);
+        ca_runtime *rt = ca_runtime_by_slot(i);
         if (rt != NULL)
             ca_arena_forget(rt->arena);
     }
@@ -70,32 +69,27 @@ static void after_fork_child(void)
 static void at_exit_reports(void)
 {
     for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = atomic_load(&slots[i]);
-        if (rt != NULL && opts.leak_check != CA_LEAK_OFF)
+        ca_runtime *rt = ca_runtime_by_slot(i);
+        if (rt != NULL && ca_shim_options()->leak_check != CA_LEAK_OFF)
             ca_leak_report(rt->arena, rt->api, stderr);
-        if (rt != NULL && opts.verbose)
+        if (rt != NULL && ca_shim_options()->verbose)
             ca_verbose_summary(stderr, rt);
     }
     /* Flushed, not closed: other threads may still allocate while the process exits. */
     ca_trace_flush(trace);
 }
 
-static void load_options(void)
+/* Once, at the first door that opens: the arenas' configuration, the timeline, the reports
+ * at exit and the fork handler. */
+static void setup(void)
 {
-    ca_options_defaults(&opts);
-    ca_options_parse(&opts, environ, stderr);
-    /* In a setuid or setgid program the environment is the caller's, not the owner's: it does
-     * not get to name a file the program would create or truncate. */
-    if (getauxval(AT_SECURE) && opts.trace_path[0] != '\0') {
-        fprintf(stderr, "cachealloc: CACHEALLOC_TRACE is ignored in a setuid program\n");
-        opts.trace_path[0] = '\0';
-    }
-    ca_options_to_config(&opts, &config);
-    if (opts.trace_path[0] != '\0' && (trace = ca_trace_open(opts.trace_path, stderr)) != NULL) {
+    const ca_options *opts = ca_shim_options();
+    ca_options_to_config(opts, &config);
+    if (opts->trace_path[0] != '\0' && (trace = ca_trace_open(opts->trace_path, stderr)) != NULL) {
         config.trace = ca_trace_event;
         config.trace_ctx = trace;
     }
-    if (opts.leak_check != CA_LEAK_OFF || trace != NULL || opts.verbose) {
+    if (opts->leak_check != CA_LEAK_OFF || trace != NULL || opts->verbose) {
         atexit(at_exit_reports);
         at_quick_exit(at_exit_reports);
     }
@@ -133,12 +127,6 @@ void ca_per_thread_default_check(ca_runtime *rt, int dev)
         ca_per_thread_streams_used(rt->arena, dev);
 }
 
-const ca_options *ca_shim_options(void)
-{
-    pthread_once(&options_once, load_options);
-    return &opts;
-}
-
 /* Under rt->init_lock: find the runtime and make the arena, or say why not. */
 static void open_runtime(ca_runtime *rt)
 {
@@ -158,29 +146,29 @@ static void open_runtime(ca_runtime *rt)
         ca_backend_make(rt, &be);
         rt->arena = ca_arena_create(&be, &config);
         if (rt->arena != NULL) {
-            if (opts.verbose)
-                ca_verbose_start(stderr, rt, &opts);
+            if (ca_shim_options()->verbose)
+                ca_verbose_start(stderr, rt, ca_shim_options());
             scan_imports(rt);
-            atomic_store(&slots[rt->slot], rt);
+            ca_registry_add(rt);
             atomic_store_explicit(&rt->ready, 1, memory_order_release);
             return;
         }
         atomic_store_explicit(&rt->passthrough, 1, memory_order_release);
-        if (opts.verbose)
+        if (ca_shim_options()->verbose)
             fprintf(stderr, "cachealloc: no memory for the %s cache; calls pass through "
                             "uncached\n", rt->api);
         return;
     }
     case CA_REAL_INCOMPLETE:
         atomic_store_explicit(&rt->passthrough, 1, memory_order_release);
-        if (opts.verbose)
+        if (ca_shim_options()->verbose)
             fprintf(stderr, "cachealloc: the loaded %s runtime lacks a function the cache "
                             "needs; calls pass through uncached\n", rt->api);
         return;
     default:
         /* Nothing to pass a call to: it fails, and is tried again at the next call (the
          * runtime may be loaded later). */
-        if (opts.verbose && !atomic_exchange(&absent_said[rt->slot], 1))
+        if (ca_shim_options()->verbose && !atomic_exchange(&absent_said[rt->slot], 1))
             fprintf(stderr, "cachealloc: no loaded library defines %s: %s calls fail with "
                             "error %u until the %s runtime is loaded\n", rt->syms[0].name,
                     rt->api, rt->codes.not_initialized, rt->api);
@@ -193,7 +181,7 @@ static CA_SLOW int door_open_slow(ca_runtime *rt)
     if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
         return -1;
     atomic_store(&opened[rt->slot], rt);
-    pthread_once(&options_once, load_options);
+    pthread_once(&setup_once, setup);
     pthread_mutex_lock(&rt->init_lock);
     if (!atomic_load(&rt->ready) && !atomic_load(&rt->passthrough))
         open_runtime(rt);
@@ -209,13 +197,6 @@ int ca_door_open(ca_runtime *rt)
     if (atomic_load_explicit(&rt->ready, memory_order_acquire))
         return 0;
     return door_open_slow(rt);
-}
-
-ca_runtime *ca_runtime_by_slot(int slot)
-{
-    if (slot < 0 || slot >= CA_RT_SLOTS)
-        return NULL;
-    return atomic_load(&slots[slot]);
 }
 
 static int src_device_count(void *ctx)
@@ -253,9 +234,9 @@ static CA_SLOW void stats_start_slow(ca_runtime *rt)
     pthread_mutex_lock(&stats_lock);
     if (!atomic_load(&stats_tried)) {
         atomic_store(&stats_tried, 1);
-        if (opts.stats) {
+        if (ca_shim_options()->stats) {
             char summary[512];
-            ca_options_summary(&opts, summary, sizeof summary);
+            ca_options_summary(ca_shim_options(), summary, sizeof summary);
             stats_src = (ca_stats_source){
                 .ctx = rt,
                 .device_count = src_device_count,

@@ -3,7 +3,6 @@
 #ifndef CACHEALLOC_SHIM_INIT_H
 #define CACHEALLOC_SHIM_INIT_H
 
-#include "options.h"
 #include "runtime.h"
 
 /* Make rt usable: options parsed (once per process), real functions found, arena created.
@@ -16,18 +15,12 @@ int ca_door_open(ca_runtime *rt);
  * Cheap after the first call. */
 void ca_stats_ensure(ca_runtime *rt);
 
-/* The runtime in slot (0 CUDA, 1 HIP) once opened, else NULL. */
-ca_runtime *ca_runtime_by_slot(int slot);
-
 /* Counts the program's dlopen calls: new objects may import per-thread stream entry points. */
 extern atomic_uint ca_dlopen_gen;
 
 /* For a program built for per-thread default streams, end device dev's single-stream fast path
  * at its first plain allocation (other host threads' default streams are streams too). */
 void ca_per_thread_default_check(ca_runtime *rt, int dev);
-
-/* The parsed options (parsed at the first call of this or ca_door_open). */
-const ca_options *ca_shim_options(void);
 
 /* The door did not open: call the real function `field` with the parenthesized args where the
  * runtime is there but the cache cannot work (rt->passthrough) or must not be entered again (a

@@ -5,6 +5,8 @@
 #include "cachealloc.h"
 #include "capture.h"
 #include "init.h"
+#include "registry.h"
+#include "settings.h"
 #include "lane.h"
 #include "public_internal.h"
 

@@ -1,0 +1,14 @@
+/* The runtimes whose arena is ready, by slot (CA_RT_CUDA, CA_RT_HIP): what code that is not
+ * a door (thread exits, the public API, capture, IPC) reaches them by. */
+#ifndef CACHEALLOC_SHIM_REGISTRY_H
+#define CACHEALLOC_SHIM_REGISTRY_H
+
+#include "runtime.h"
+
+/* rt's arena is ready: ca_runtime_by_slot answers rt for its slot from now on. */
+void ca_registry_add(ca_runtime *rt);
+
+/* The runtime in slot once its arena is ready, else NULL. */
+ca_runtime *ca_runtime_by_slot(int slot);
+
+#endif
