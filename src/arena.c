@@ -120,53 +120,6 @@ static void add_stream(ca_device *d, ca_stream_t s)
     d->streams[d->nstreams++] = s;
 }
 
-void ca_window_end(ca_device *d)
-{
-    ca_lock_acquire(&d->lock);
-    while (__atomic_load_n(&d->switching, __ATOMIC_ACQUIRE)) {
-        ca_lock_release(&d->lock);
-        ca_futex_wait(&d->switching, 1);
-        ca_lock_acquire(&d->lock);
-    }
-    if (--d->windows == 0)
-        ca_futex_wake_all(&d->windows);
-}
-
-void ca_wait_switch(ca_device *d)
-{
-    while (__atomic_load_n(&d->switching, __ATOMIC_ACQUIRE)) {
-        ca_lock_release(&d->lock);
-        ca_futex_wait(&d->switching, 1);
-        ca_lock_acquire(&d->lock);
-    }
-}
-
-/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
- * wait once for the device before any other stream may receive them. Drops the lock. */
-static void switch_to_fences(ca_arena *a, ca_device *d)
-{
-    ca_wait_switch(d);
-    if (d->fenced)
-        return;
-    if (ca_quiet(a) && a->cfg.reuse == CA_REUSE_SAFE && a->cfg.pool != CA_POOL_NONE) {
-        d->sync_owed = true; /* until then the device serves nothing quietly */
-        return;
-    }
-    d->fenced = true;
-    if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
-        return;
-    __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
-    d->st.device_syncs++;
-    ca_window_begin(d);
-    a->be.device_synchronize(a->be.ctx, d->id);
-    ca_lock_acquire(&d->lock);
-    __atomic_store_n(&d->switching, 0, __ATOMIC_RELEASE);
-    ca_futex_wake_all(&d->switching);
-    if (--d->windows == 0)
-        ca_futex_wake_all(&d->windows);
-}
-
-void ca_fence_switch(ca_arena *a, ca_device *d) { switch_to_fences(a, d); }
 
 /* A stream beside the default ones exists on d: the device leaves the single-stream fast
  * path, and a block a thread keeps from a plain free may have been used on that stream, so
@@ -175,7 +128,7 @@ static void other_stream(ca_arena *a, ca_device *d)
 {
     __atomic_store_n(&d->streams_seen, 1, __ATOMIC_RELEASE);
     if (!d->fenced)
-        switch_to_fences(a, d);
+        ca_fence_switch(a, d);
 }
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
@@ -251,46 +204,6 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
     return best->first;
 }
 
-/* Detach every whole, reuse-safe segment (pinned ones too when all), up to want bytes.
- * Returns the list to give back once the lock is dropped. */
-ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
-{
-    int cap = 0, k = 0;
-    *n = 0;
-    if (ca_quiet(a)) /* giving segments back is a driver free */
-        return NULL;
-    ca_device_consolidate(d);
-    for (ca_segment *s = d->whole; s; s = s->wnext)
-        cap++;
-    *n = 0;
-    if (!cap)
-        return NULL;
-    ca_segment **out = malloc((size_t)cap * sizeof *out);
-    if (!out)
-        return NULL;
-    uint64_t got = 0;
-    for (ca_segment *s = d->whole, *next; s && got < want; s = next) {
-        next = s->wnext;
-        if ((s->pinned && !all) || !ca_segment_safe(a, d, s))
-            continue;
-        got += s->size;
-        ca_segment_detach(a, d, s);
-        out[k++] = s;
-    }
-    *n = k;
-    return out;
-}
-
-uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n)
-{
-    uint64_t bytes = 0;
-    for (int i = 0; i < n; i++) {
-        bytes += list[i]->size;
-        ca_segment_release(a, d->id, list[i]);
-    }
-    free(list);
-    return bytes;
-}
 
 static void warn_oom(ca_arena *a, ca_device *d, size_t size)
 {
@@ -798,7 +711,7 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
     if (s != CA_STREAM_LEGACY)
         other_stream(a, d);
     else if (!d->fenced)
-        switch_to_fences(a, d);
+        ca_fence_switch(a, d);
     ca_lock_release(&d->lock);
 }
 

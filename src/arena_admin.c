@@ -207,22 +207,6 @@ uint64_t ca_reusable_bytes(ca_arena *a, int dev)
     return bytes;
 }
 
-size_t ca_device_largest_free(ca_device *d)
-{
-    size_t largest = ca_bins_largest(&d->plain.large);
-    size_t s = ca_bins_largest(&d->plain.small);
-    if (s > largest)
-        largest = s;
-    for (int i = 0; i < d->npools; i++) {
-        size_t l = ca_bins_largest(&d->pools[i]->large);
-        if (l > largest)
-            largest = l;
-        l = ca_bins_largest(&d->pools[i]->small);
-        if (l > largest)
-            largest = l;
-    }
-    return largest;
-}
 
 int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
 {

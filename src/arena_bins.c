@@ -103,3 +103,20 @@ size_t ca_bins_largest(const ca_bins *b)
             largest = blk->size;
     return largest;
 }
+
+size_t ca_device_largest_free(ca_device *d)
+{
+    size_t largest = ca_bins_largest(&d->plain.large);
+    size_t s = ca_bins_largest(&d->plain.small);
+    if (s > largest)
+        largest = s;
+    for (int i = 0; i < d->npools; i++) {
+        size_t l = ca_bins_largest(&d->pools[i]->large);
+        if (l > largest)
+            largest = l;
+        l = ca_bins_largest(&d->pools[i]->small);
+        if (l > largest)
+            largest = l;
+    }
+    return largest;
+}

@@ -172,7 +172,13 @@ ca_device *ca_device_get(ca_arena *a, int dev);
 /* Free every block the threads keep on dev (dev < 0: all) through the pools. Not under a
  * device lock. */
 void ca_tc_return(ca_arena *a, int dev);
+
+/* arena_window.c. Under the lock: wait (dropping it meanwhile) until no mode switch runs. */
 void ca_wait_switch(ca_device *d);
+/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
+ * the device is synchronized once, with allocations stopped, before any other stream may
+ * receive them (owed until after a capture when quiet). Drops the lock meanwhile. */
+void ca_fence_switch(ca_arena *a, ca_device *d);
 
 /* Drop the device lock around a blocking backend call. A device reset waits until no thread
  * is inside such a window, so the pools and detached segments a window holds stay valid. */
@@ -191,8 +197,12 @@ static inline ca_device *ca_device_peek(ca_arena *a, int dev)
         return NULL;
     return __atomic_load_n(&a->dev[dev], __ATOMIC_ACQUIRE);
 }
+/* arena_release.c. Under the lock: detach every whole, reuse-safe segment of d (pinned ones
+ * too when all), up to want bytes, and return them (*n of them) to give back unlocked. */
 ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n);
+/* Not under the lock: give list's n segments back to the driver, free list; bytes released. */
 uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n);
+/* arena_bins.c. Under the lock: the largest free block of any of d's pools. */
 size_t ca_device_largest_free(ca_device *d);
 
 static inline bool ca_within_limit(const ca_device *d, size_t more)
@@ -343,9 +353,6 @@ static inline bool ca_hushed(const ca_arena *a, const ca_device *d)
  * synchronization) and returns false; when quiet, returns true where the device cannot serve
  * at all without the device (not ready, or its fast path ended unsynchronized). */
 bool ca_quiet_refuses(ca_arena *a, ca_device *d);
-/* arena.c's switch to fences, for the owed one. */
-void ca_fence_switch(ca_arena *a, ca_device *d);
-
 /* arena_wait.c: before the ladder grows past pending memory, wait for it instead when the
  * cache already holds twice the working set. Call with round 0, 1, ... after each failed
  * search: true when it waited (search again), false when growing is the answer. Drops the lock

@@ -14,7 +14,7 @@
 void ca_quiet_begin(ca_arena *a)
 {
     __atomic_add_fetch(&a->quiet, 1, __ATOMIC_SEQ_CST);
-    int n = ca_device_count(a);
+    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
         ca_device *d = ca_device_peek(a, i);
         if (!d)
