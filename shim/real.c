@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "real.h"
+#include "real_dlsym.h"
 
 /* Any function of the shim: names the shim's own object. */
 static void shim_marker(void) {}
@@ -79,7 +80,7 @@ static void *find_definer(const char *probe, const struct link_map *self)
             continue;
         /* A handle's lookup also searches the object's dependencies: take the object only
          * when it defines the probe itself (the definer gets its own turn). */
-        void *p = dlsym(h, probe);
+        void *p = ca_real_dlsym()(h, probe);
         if (p != NULL && same_object(object_of(p), l.name[i], l.addr[i]))
             found = h;
         else
@@ -100,7 +101,7 @@ void *ca_real_find(const char *probe)
     const struct link_map *self = object_of(self_fn);
     /* The usual case: the program is linked against the runtime. Reopen the object that
      * defines the probe, so that every function comes from it. */
-    const struct link_map *next = object_of(dlsym(RTLD_NEXT, probe));
+    const struct link_map *next = object_of(ca_real_dlsym()(RTLD_NEXT, probe));
     if (next != NULL && next != self && next->l_name != NULL && next->l_name[0] != '\0') {
         void *h = dlopen(next->l_name, RTLD_NOLOAD | RTLD_LAZY);
         if (h != NULL)
@@ -116,7 +117,7 @@ int ca_real_resolve(ca_runtime *rt)
         return CA_REAL_ABSENT;
     int missing = 0;
     for (const ca_rt_sym *s = rt->syms; s->name != NULL; s++) {
-        void *p = dlsym(h, s->name);
+        void *p = ca_real_dlsym()(h, s->name);
         if (p == NULL && s->required)
             missing = 1;
         /* dlsym hands out data pointers; POSIX guarantees they convert to function pointers.
