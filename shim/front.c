@@ -80,6 +80,23 @@ static CA_SLOW ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, v
     return rt->codes.out_of_memory;
 }
 
+/* Serve an allocation from the arena on dev's pool of stream key (kind: the entry point
+ * called); what the arena refuses, the real runtime answers. */
+static inline __attribute__((always_inline)) ca_rt_err serve_alloc(ca_runtime *rt, int kind,
+                                                                   int dev, size_t size,
+                                                                   ca_stream_t key, void **ptr,
+                                                                   void *stream)
+{
+    void *p; /* ca_malloc always sets it */
+    ca_status st = ca_malloc(rt->arena, dev, size, key,
+                             kind == REAL_PLAIN ? CA_API_PLAIN : CA_API_ASYNC, &p);
+    if (st == CA_OK) {
+        *ptr = p;
+        return rt->codes.success;
+    }
+    return alloc_refused(rt, kind, st, ptr, size, stream);
+}
+
 /* A plain allocation of a process that exported one of the cache's blocks (driver_ipc.c): the
  * real call, an allocation of its own that exports correctly. Blocks freed since came back to
  * the cache, which no plain allocation takes from any more: when the device is full, what it
@@ -132,13 +149,7 @@ ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     int dev;
     if (l == NULL || !l->plain || ptr == NULL || size == 0 || (dev = ca_lane_device(rt, l)) < 0)
         return malloc_full(rt, ptr, size);
-    void *p;
-    ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
-    if (st == CA_OK) {
-        *ptr = p;
-        return rt->codes.success;
-    }
-    return alloc_refused(rt, REAL_PLAIN, st, ptr, size, NULL);
+    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
 }
 
 /* ca_front_malloc off the lane: every check, then the lane armed for the next call. */
@@ -165,13 +176,7 @@ static ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size)
     ca_lane *l = lane_arm(rt, gen, dev);
     if (l != NULL)
         l->plain = 1;
-    void *p = NULL;
-    ca_status st = ca_malloc(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, &p);
-    if (st == CA_OK) {
-        *ptr = p;
-        return rt->codes.success;
-    }
-    return alloc_refused(rt, REAL_PLAIN, st, ptr, size, NULL);
+    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
 }
 
 /* A plain free past the checks, by a thread whose plain calls are counted on device counted
@@ -231,13 +236,8 @@ ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *s
     ca_lane *l = lane_of_stream(rt, stream, ptsz);
     if (l == NULL || ptr == NULL || size == 0 || ca_lane_device(rt, l) < 0)
         return malloc_async_full(rt, ptr, size, stream, ptsz);
-    void *p;
-    ca_status st = ca_malloc(rt->arena, l->kdev, size, l->key, CA_API_ASYNC, &p);
-    if (st == CA_OK) {
-        *ptr = p;
-        return rt->codes.success;
-    }
-    return alloc_refused(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, st, ptr, size, stream);
+    return serve_alloc(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, l->kdev, size, l->key, ptr,
+                       stream);
 }
 
 /* ca_front_malloc_async off the lane: every check, then the lane armed for the stream. */
@@ -278,13 +278,7 @@ static CA_SLOW ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t si
         l->key = key;
         l->kdev = dev;
     }
-    void *p = NULL;
-    ca_status st = ca_malloc(rt->arena, dev, size, key, CA_API_ASYNC, &p);
-    if (st == CA_OK) {
-        *ptr = p;
-        return rt->codes.success;
-    }
-    return alloc_refused(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, st, ptr, size, stream);
+    return serve_alloc(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, dev, size, key, ptr, stream);
 }
 
 /* The answer to a free the arena refused (interior pointer, double free): the runtime's own. */

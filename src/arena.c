@@ -120,7 +120,6 @@ static void add_stream(ca_device *d, ca_stream_t s)
     d->streams[d->nstreams++] = s;
 }
 
-
 /* A stream beside the default ones exists on d: the device leaves the single-stream fast
  * path, and a block a thread keeps from a plain free may have been used on that stream, so
  * thread caches give such blocks back to the fences. */
@@ -203,7 +202,6 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
     ca_segment_move(best, p);
     return best->first;
 }
-
 
 static void warn_oom(ca_arena *a, ca_device *d, size_t size)
 {
@@ -643,7 +641,6 @@ static __attribute__((noinline)) ca_status free_slow(ca_arena *a, void *ptr, ca_
     ca_lock_release(&d->lock);
     return CA_OK;
 }
-
 
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
 {
