@@ -15,6 +15,7 @@
 #include "driver_pools.h"
 #include "driver_real.h"
 #include "front.h"
+#include "front_lane.h"
 #include "init.h"
 #include "real.h"
 #include "real_dlsym.h"

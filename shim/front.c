@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "front.h"
+#include "front_lane.h"
 #include "init.h"
 #include "settings.h"
 #include "lane.h"
@@ -134,26 +135,12 @@ static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
     return l;
 }
 
-/* The lane of a call that must not pass through: neither from inside one of the cache's own
- * calls nor while the door is shut (a lane is armed only once it opened). */
-static inline ca_lane *lane_of(ca_runtime *rt)
+ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size)
 {
-    return ca_backend_depth ? NULL : ca_lane_of(rt);
-}
-
-static CA_SLOW ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size);
-
-ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
-{
-    ca_lane *l = lane_of(rt);
-    int dev;
-    if (l == NULL || !l->plain || ptr == NULL || size == 0 || (dev = ca_lane_device(rt, l)) < 0)
-        return malloc_full(rt, ptr, size);
     return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
 }
 
-/* ca_front_malloc off the lane: every check, then the lane armed for the next call. */
-static ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size)
+ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
 {
     uint64_t gen = ca_lane_start();
     if (ca_door_open(rt) != 0)
@@ -179,9 +166,7 @@ static ca_rt_err malloc_full(ca_runtime *rt, void **ptr, size_t size)
     return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
 }
 
-/* A plain free past the checks, by a thread whose plain calls are counted on device counted
- * (-1: none known). */
-static ca_rt_err free_plain(ca_runtime *rt, void *ptr, int counted)
+ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
 {
     int dev = -1;
     switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
@@ -198,7 +183,7 @@ static ca_rt_err free_plain(ca_runtime *rt, void *ptr, int counted)
     }
 }
 
-static CA_SLOW ca_rt_err free_full(ca_runtime *rt, void *ptr)
+ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
 {
     if (ca_door_open(rt) != 0)
         return CA_CLOSED(rt, free, (ptr));
@@ -210,39 +195,17 @@ static CA_SLOW ca_rt_err free_full(ca_runtime *rt, void *ptr)
     if (!ca_stream_plain_counted(rt) && rt->fn.get_device(&dev) == rt->codes.success &&
         usable_device(dev))
         ca_stream_plain_thread(rt, dev);
-    return free_plain(rt, ptr, -1);
+    return ca_front_free_lane(rt, ptr, -1);
 }
 
-ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
+ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, void **ptr, size_t size)
 {
-    ca_lane *l = lane_of(rt);
-    if (l == NULL || !l->plain || ptr == NULL)
-        return free_full(rt, ptr);
-    return free_plain(rt, ptr, l->dev);
+    return serve_alloc(rt, l->ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, l->kdev, size, l->key, ptr,
+                       l->stream);
 }
 
-/* The lane of a stream-ordered call on (stream, ptsz), or NULL. */
-static inline ca_lane *lane_of_stream(ca_runtime *rt, void *stream, int ptsz)
-{
-    ca_lane *l = lane_of(rt);
-    return l != NULL && l->async && l->stream == stream && l->ptsz == ptsz ? l : NULL;
-}
-
-static ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t size, void *stream,
-                                   int ptsz);
-
-ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz)
-{
-    ca_lane *l = lane_of_stream(rt, stream, ptsz);
-    if (l == NULL || ptr == NULL || size == 0 || ca_lane_device(rt, l) < 0)
-        return malloc_async_full(rt, ptr, size, stream, ptsz);
-    return serve_alloc(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, l->kdev, size, l->key, ptr,
-                       stream);
-}
-
-/* ca_front_malloc_async off the lane: every check, then the lane armed for the stream. */
-static CA_SLOW ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t size,
-                                           void *stream, int ptsz)
+ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, void *stream,
+                                     int ptsz)
 {
     uint64_t gen = ca_lane_start();
     if (ca_door_open(rt) != 0)
@@ -270,7 +233,8 @@ static CA_SLOW ca_rt_err malloc_async_full(ca_runtime *rt, void **ptr, size_t si
     if (ca_stream_key(rt, stream, ptsz, &dev, &key) != rt->codes.success)
         return real(ptr, size, stream);
     ca_stats_ensure(rt);
-    ca_lane *l = usable_device(dev) ? lane_arm(rt, gen, current) : NULL;
+    /* Not on a faulted device: its frees must report the error (free_async_keyed). */
+    ca_lane *l = usable_device(dev) && !sticky_of(rt, dev) ? lane_arm(rt, gen, current) : NULL;
     if (l != NULL) {
         l->async = 1;
         l->stream = stream;
@@ -303,22 +267,15 @@ static ca_rt_err free_async_keyed(ca_runtime *rt, ca_rt_err (*real)(void *, void
     }
 }
 
-static ca_rt_err free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
-
-ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
+ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr)
 {
-    ca_lane *l = lane_of_stream(rt, stream, ptsz);
-    /* The per-thread stream's key is told to the arena per device, the block's own: off the
-     * lane. */
-    if (l == NULL || ptr == NULL || ((uintptr_t)l->key & 1u))
-        return free_async_full(rt, ptr, stream, ptsz);
-    ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
+    ca_rt_err (*real)(void *, void *) = l->ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
     if (real == NULL)
         return rt->codes.not_initialized;
-    return free_async_keyed(rt, real, ptr, stream, l->key, l->kdev);
+    return free_async_keyed(rt, real, ptr, l->stream, l->key, l->kdev);
 }
 
-static CA_SLOW ca_rt_err free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz)
+ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
     if (ca_door_open(rt) != 0)
         return ptsz ? CA_CLOSED(rt, free_async_ptsz, (ptr, stream))

@@ -7,14 +7,28 @@
 
 #include "runtime.h"
 
-/* cudaMalloc / hipMalloc. */
-ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size);
-/* cudaFree / hipFree. */
-ca_rt_err ca_front_free(ca_runtime *rt, void *ptr);
-/* cudaMallocAsync / hipMallocAsync; ptsz: a _ptsz entry point (stream 0 = per-thread). */
-ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream, int ptsz);
-/* cudaFreeAsync / hipFreeAsync; ptsz as above. */
-ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz);
+/* The allocation entry points themselves are front_lane.h's; these are their ways off the
+ * fast lane. */
+typedef struct ca_lane ca_lane;
+/* cudaMalloc / hipMalloc with every check, arming the calling thread's lane. */
+CA_SLOW ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size);
+/* cudaMalloc / hipMalloc on the lane, on current device dev, that the thread cache missed. */
+CA_SLOW ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size);
+/* cudaFree / hipFree with every check. */
+CA_SLOW ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr);
+/* cudaFree / hipFree past the checks, by a thread whose plain calls are counted on device
+ * counted (-1: none known). */
+ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted);
+/* cudaMallocAsync / hipMallocAsync with every check, arming the lane for the stream. */
+CA_SLOW ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size,
+                                             void *stream, int ptsz);
+/* cudaMallocAsync / hipMallocAsync on lane l (its stream) that the thread cache missed. */
+CA_SLOW ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, void **ptr,
+                                             size_t size);
+/* cudaFreeAsync / hipFreeAsync with every check. */
+CA_SLOW ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
+/* cudaFreeAsync / hipFreeAsync on lane l (its stream) that the thread cache did not keep. */
+CA_SLOW ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr);
 /* hipExtMallocWithFlags: default flags are cached, others pass through. */
 ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,
                                          unsigned flags, unsigned default_flags);

@@ -5,6 +5,7 @@
 
 #include "capture.h"
 #include "front.h"
+#include "front_lane.h"
 #include "hip_abi.h"
 
 #define CA_DECLARE(name, params) CA_EXPORT ca_rt_err name params;

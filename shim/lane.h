@@ -17,7 +17,8 @@
 
 #include "runtime.h"
 
-typedef struct ca_lane {
+/* 64 bytes: a thread's lanes are indexed by a shift. */
+typedef struct __attribute__((aligned(64))) ca_lane {
     uint64_t gen;     /* ca_lane_gen when armed; 0: not armed (the generation starts at 1) */
     void *token;      /* what named the current device then (see ca_lane_token)            */
     int dev;          /* ... and that device                                                */

@@ -15,6 +15,7 @@
 #include "driver_door.h"
 #include "driver_real.h"
 #include "front.h"
+#include "front_lane.h"
 
 /* The door serves the calling thread's current context; the caller names a device. Its
  * primary context is made current for the call when the current context belongs to another

@@ -16,12 +16,14 @@
 #define CA_TC_ISSUED 64              /* its recent allocations remembered (power of 2) */
 #define CA_TC_MAX_BLOCK (8u << 20)   /* larger blocks go back to the pools at once     */
 
-/* A block a thread allocated (issued) or freed and kept. */
-typedef struct ca_tc_entry {
+/* A block a thread allocated (issued) or freed and kept. 64 bytes, aligned so (an array of
+ * them, or a cache, is allocated aligned): the hit path indexes entries by a shift. */
+typedef struct __attribute__((aligned(64))) ca_tc_entry {
     ca_block *b;                     /* NULL: empty slot                                */
     uintptr_t addr;                  /* b's, as issued (b itself may be recycled since)  */
     size_t requested;
     ca_stream_t key;                 /* the allocation's stream; legacy for the plain API */
+    ca_device *d;                    /* dev's, which lives as long as the arena          */
     uint32_t gen;                    /* b->gen when issued: any other free or allocation
                                       * of the block since changes it                    */
     uint32_t epoch;                  /* kept: the device's stream epoch at the free      */
@@ -29,6 +31,8 @@ typedef struct ca_tc_entry {
     uint8_t api;
     uint8_t is_kept;                 /* freed and kept, or issued                        */
 } ca_tc_entry;
+
+_Static_assert(sizeof(ca_tc_entry) == 64, "a thread cache entry is 64 bytes");
 
 /* Serve an allocation from the calling thread's cache: true with *out set on a hit. A kept
  * block is reused only by the API and stream that freed it, for the same requested size:
