@@ -131,7 +131,8 @@ static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
         return NULL;
     ca_lane *l = &ca_lanes[rt->slot];
     if (l->gen != gen || l->token != token || l->dev != dev)
-        *l = (ca_lane){.gen = gen, .token = token, .dev = dev};
+        *l = (ca_lane){.gen = gen, .token = token, .dev = dev,
+                       .tc = ca_tc_thread_cache(rt->arena)};
     return l;
 }
 

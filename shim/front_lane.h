@@ -34,7 +34,7 @@ CA_FAST ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
     int dev;
     if (l == NULL || !l->plain || ptr == NULL || size == 0 || (dev = ca_lane_device(rt, l)) < 0)
         return ca_front_malloc_full(rt, ptr, size);
-    if (ca_malloc_hit(rt->arena, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, ptr))
+    if (ca_malloc_hit(l->tc, dev, size, CA_STREAM_LEGACY, CA_API_PLAIN, ptr))
         return rt->codes.success;
     return ca_front_malloc_lane(rt, dev, ptr, size);
 }
@@ -46,7 +46,7 @@ CA_FAST ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
     if (l == NULL || !l->plain || ptr == NULL)
         return ca_front_free_full(rt, ptr);
     /* Kept only as a block of the lane's device, whose sticky error would have staled it. */
-    if (ca_free_hit(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, l->dev))
+    if (ca_free_hit(l->tc, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, l->dev))
         return rt->codes.success;
     return ca_front_free_lane(rt, ptr, l->dev);
 }
@@ -58,7 +58,7 @@ CA_FAST ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size,
     ca_lane *l = ca_front_lane_stream(rt, stream, ptsz);
     if (l == NULL || ptr == NULL || size == 0 || ca_lane_device(rt, l) < 0)
         return ca_front_malloc_async_full(rt, ptr, size, stream, ptsz);
-    if (ca_malloc_hit(rt->arena, l->kdev, size, l->key, CA_API_ASYNC, ptr))
+    if (ca_malloc_hit(l->tc, l->kdev, size, l->key, CA_API_ASYNC, ptr))
         return rt->codes.success;
     return ca_front_malloc_async_lane(rt, l, ptr, size);
 }
@@ -73,7 +73,7 @@ CA_FAST ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, i
         return ca_front_free_async_full(rt, ptr, stream, ptsz);
     /* Kept only as a block of the lane's device, which had no sticky error when it was armed
      * (one since would have staled it); the real free exists (front.c checked it then). */
-    if (ca_free_hit(rt->arena, ptr, l->key, CA_API_ASYNC, l->kdev))
+    if (ca_free_hit(l->tc, ptr, l->key, CA_API_ASYNC, l->kdev))
         return rt->codes.success;
     return ca_front_free_async_lane(rt, l, ptr);
 }

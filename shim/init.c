@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "arena_tcache.h"
 #include "backend.h"
 #include "capture.h"
 #include "driver_ctx.h"
@@ -94,6 +95,8 @@ static void setup(void)
         at_quick_exit(at_exit_reports);
     }
     pthread_atfork(NULL, NULL, after_fork_child);
+    /* Lanes hold their thread's cache: it must not outlive it there. */
+    ca_tc_set_retire_hook(ca_lane_disarm);
 }
 
 atomic_uint ca_dlopen_gen;

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "arena_tcache.h"
 #include "runtime.h"
 
 /* 64 bytes: a thread's lanes are indexed by a shift. */
@@ -23,6 +24,8 @@ typedef struct __attribute__((aligned(64))) ca_lane {
     void *token;      /* what named the current device then (see ca_lane_token)            */
     int dev;          /* ... and that device                                                */
     int plain;        /* the thread's plain calls are counted on dev (streams.c)            */
+    ca_tcache *tc;    /* the thread's cache of the runtime's arena (NULL: none), valid while
+                       * the lane is armed (a cache's retirement disarms its thread's lanes) */
     /* The last stream of a stream-ordered call (none while async is 0): its handle and entry
      * point, and the arena key and device they gave for token's device. */
     int async;

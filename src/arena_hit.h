@@ -12,7 +12,6 @@
 /* Inlined even where the compiler would not: the point is no call. */
 #define CA_HIT static inline __attribute__((always_inline))
 
-typedef struct ca_tcache ca_tcache;
 struct ca_tcache {
     uint32_t lock;                    /* ca_tc_try, tc_lock: 0 free, 1 held               */
     uint32_t nkept;
@@ -144,13 +143,13 @@ CA_HIT void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
     tc->frees[e->dev]++;
 }
 
-/* The calling thread's own cache only: true when it served the allocation (*out set); false:
- * ca_malloc serves it. Only the newest kept block is tried: what misses it is the pools'
- * business, ca_malloc's full search of the cache first. size > 0, out valid. */
-CA_HIT bool ca_malloc_hit(const ca_arena *a, int dev, size_t size, ca_stream_t s,
-                                 unsigned api, void **out)
+/* The calling thread's own cache tc only (ca_tc_thread_cache; NULL: none): true when it
+ * served the allocation (*out set); false: ca_malloc serves it. Only the newest kept block is
+ * tried: what misses it is the pools' business, ca_malloc's full search of the cache first.
+ * size > 0, out valid. */
+CA_HIT bool ca_malloc_hit(ca_tcache *tc, int dev, size_t size, ca_stream_t s, unsigned api,
+                          void **out)
 {
-    ca_tcache *tc = ca_tc_mine(a);
     if (!tc || !ca_tc_try(tc))
         return false;
     unsigned n = tc->nkept;
@@ -161,12 +160,11 @@ CA_HIT bool ca_malloc_hit(const ca_arena *a, int dev, size_t size, ca_stream_t s
     return hit;
 }
 
-/* The calling thread's own cache only: true when it kept the free of ptr, a block of device
- * dev; false: ca_free answers (another device, or a keep that pushes out the oldest). ptr not
- * NULL. */
-CA_HIT bool ca_free_hit(const ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int dev)
+/* The calling thread's own cache tc only (NULL: none): true when it kept the free of ptr, a
+ * block of device dev; false: ca_free answers (another device, or a keep that pushes out the
+ * oldest). ptr not NULL. */
+CA_HIT bool ca_free_hit(ca_tcache *tc, void *ptr, ca_stream_t s, unsigned api, int dev)
 {
-    ca_tcache *tc = ca_tc_mine(a);
     if (!tc || !ca_tc_try(tc))
         return false;
     size_t slot = ca_tc_issued_slot((uintptr_t)ptr);

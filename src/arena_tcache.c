@@ -98,12 +98,27 @@ static void retire(ca_tcache *tc)
     free(tc);
 }
 
+static void (*retire_hook)(void);
+
+void ca_tc_set_retire_hook(void (*hook)(void))
+{
+    retire_hook = hook;
+}
+
+/* The calling thread's cache tc is about to go: the hook first. */
+static void retire_own(ca_tcache *tc)
+{
+    if (retire_hook)
+        retire_hook();
+    retire(tc);
+}
+
 static void thread_exit(void *unused)
 {
     (void)unused;
     for (int i = 0; i < CA_TC_SLOTS; i++) {
         if (tl.tc[i])
-            retire(tl.tc[i]);
+            retire_own(tl.tc[i]);
         tl.tc[i] = NULL;
         tl.serial[i] = 0;
     }
@@ -129,7 +144,7 @@ static ca_tcache *cache_new(ca_arena *a)
     }
     unsigned slot = ca_tc_slot(a);
     if (tl.tc[slot])
-        retire(tl.tc[slot]); /* another arena of the same slot: its cache goes */
+        retire_own(tl.tc[slot]); /* another arena of the same slot: its cache goes */
     pthread_mutex_lock(&registry_lock);
     tc->next = registry;
     if (registry)
@@ -151,6 +166,12 @@ static void tc_lock(ca_tcache *tc)
         else
             nanosleep(&(struct timespec){.tv_nsec = 50 * 1000}, NULL);
     }
+}
+
+ca_tcache *ca_tc_thread_cache(ca_arena *a)
+{
+    ca_tcache *tc = ca_tc_mine(a);
+    return tc || !a->tc_on ? tc : cache_new(a);
 }
 
 bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)

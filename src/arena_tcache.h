@@ -34,6 +34,16 @@ typedef struct __attribute__((aligned(64))) ca_tc_entry {
 
 _Static_assert(sizeof(ca_tc_entry) == 64, "a thread cache entry is 64 bytes");
 
+typedef struct ca_tcache ca_tcache;
+
+/* The calling thread's cache of a, made now if it has none; NULL when a has no thread caches
+ * or memory is short. The pointer stays valid on this thread until the retire hook runs. */
+ca_tcache *ca_tc_thread_cache(ca_arena *a);
+
+/* hook() runs on a thread just before one of its caches is freed (it exits, or a newer arena
+ * takes the cache's slot): whoever kept a pointer to it forgets it. Set once, early. */
+void ca_tc_set_retire_hook(void (*hook)(void));
+
 /* Serve an allocation from the calling thread's cache: true with *out set on a hit. A kept
  * block is reused only by the API and stream that freed it, for the same requested size:
  * a stream-ordered block while its stream lives, a plain one while its device has no stream
