@@ -7,17 +7,17 @@
 #define CACHEALLOC_SHIM_FRONT_LANE_H
 
 #include "arena_hit.h"
-#include "backend.h"
 #include "front.h"
 #include "lane.h"
 
 #define CA_FAST static inline __attribute__((always_inline))
 
 /* The lane of a call that must not pass through: neither from inside one of the cache's own
- * calls nor while the door is shut (a lane is armed only once it opened). */
+ * calls (the lanes are held then) nor while the door is shut (a lane is armed only once it
+ * opened). */
 CA_FAST ca_lane *ca_front_lane(const ca_runtime *rt)
 {
-    return ca_backend_depth ? NULL : ca_lane_of(rt);
+    return ca_lane_of(rt);
 }
 
 /* The lane of a stream-ordered call on (stream, ptsz), or NULL. */

@@ -45,6 +45,24 @@ void ca_lane_invalidate(void);
 /* The calling thread's lanes go stale (its own state changed: a public-API region). */
 void ca_lane_disarm(void);
 
+/* The calling thread's lanes stop while it is inside one of the cache's own runtime calls
+ * (backend.c): their generations move to held. No lane is armed meanwhile (a full check
+ * passes through at that depth). */
+static inline void ca_lane_hold(uint64_t held[CA_RT_SLOTS])
+{
+    for (int s = 0; s < CA_RT_SLOTS; s++) {
+        held[s] = ca_lanes[s].gen;
+        ca_lanes[s].gen = 0;
+    }
+}
+
+/* ... and go on after it, unless something staled them meanwhile. */
+static inline void ca_lane_resume(const uint64_t held[CA_RT_SLOTS])
+{
+    for (int s = 0; s < CA_RT_SLOTS; s++)
+        ca_lanes[s].gen = held[s];
+}
+
 /* The generation a full check starts from: read before anything the check looks at. */
 static inline uint64_t ca_lane_start(void)
 {
