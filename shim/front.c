@@ -110,24 +110,13 @@ static CA_SLOW ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t siz
     return e;
 }
 
-/* What names device dev, current now, for a lane (lane.h); *ok 0 when nothing does. */
-static void *token_of(ca_runtime *rt, int dev, int *ok)
-{
-    if (rt->fn.current == NULL) {
-        *ok = 1;
-        return (void *)(intptr_t)(dev + 1);
-    }
-    return ca_lane_token(rt, ok);
-}
-
 /* A full check that began at generation gen passed for the current device dev: the calling
  * thread's lane is armed for it (what it held for the same device stays). NULL when the
  * device cannot be named. */
 static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
 {
-    int ok;
-    void *token = token_of(rt, dev, &ok);
-    if (!ok || !ca_capture_idle(rt))
+    void *token = rt->fn.current != NULL ? ca_lane_token(rt) : NULL;
+    if (token == NULL || !ca_capture_idle(rt))
         return NULL;
     ca_lane *l = &ca_lanes[rt->slot];
     if (l->gen != gen || l->token != token || l->dev != dev)

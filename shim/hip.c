@@ -1,6 +1,7 @@
 /* The HIP door: the exported hip* symbols, one line each into front.c, and the HIP runtime's
  * descriptor. */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "capture.h"
@@ -66,6 +67,17 @@ static void hip_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
     memcpy(out->access, &access, sizeof access);
 }
 
+static ca_runtime hip_rt;
+
+/* HIP has no context for a lane to compare: the current device's ordinal plus one names it. */
+static ca_rt_err hip_current(void **token)
+{
+    int dev = -1;
+    ca_rt_err e = hip_rt.fn.get_device(&dev);
+    *token = (void *)(intptr_t)(dev + 1);
+    return e;
+}
+
 static ca_runtime hip_rt = {
     .api = "hip",
     .door = "HIP at the runtime API",
@@ -82,6 +94,7 @@ static ca_runtime hip_rt = {
     },
     .legacy_stream = NULL, /* HIP's null stream is its legacy default stream */
     .per_thread_stream = (void *)HIPABI_STREAM_PER_THREAD_VALUE,
+    .fn = {.current = hip_current}, /* the rest is resolved from hip_syms */
     .stream_nonblocking = HIPABI_STREAM_NON_BLOCKING,
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,

@@ -77,25 +77,20 @@ static inline ca_lane *ca_lane_of(const ca_runtime *rt)
 }
 
 /* What names the current device now: the current context where the runtime has one (the CUDA
- * driver), else the device's ordinal. *ok 0 when the runtime cannot tell. */
-static inline void *ca_lane_token(const ca_runtime *rt, int *ok)
+ * driver), else the device's ordinal plus one (rt->fn.current, which a lane requires); NULL
+ * when the runtime cannot tell. */
+static inline void *ca_lane_token(const ca_runtime *rt)
 {
-    void *t = NULL;
-    if (rt->fn.current != NULL) {
-        *ok = rt->fn.current(&t) == 0 && t != NULL;
-        return t;
-    }
-    int dev = -1;
-    *ok = rt->fn.get_device(&dev) == rt->codes.success;
-    return (void *)(intptr_t)(dev + 1);
+    void *t;
+    return rt->fn.current(&t) == 0 ? t : NULL;
 }
 
-/* The current device when the lane's own, else -1 (the caller then goes the full way). */
+/* The current device when the lane's own, else -1 (the caller then goes the full way). An
+ * armed lane's token is never NULL. */
 static inline int ca_lane_device(const ca_runtime *rt, const ca_lane *l)
 {
-    int ok;
-    void *t = ca_lane_token(rt, &ok);
-    return ok && t == l->token ? l->dev : -1;
+    void *t;
+    return rt->fn.current(&t) == 0 && t == l->token ? l->dev : -1;
 }
 
 #endif

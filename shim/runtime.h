@@ -37,8 +37,9 @@ typedef struct ca_rt_fns {
     ca_rt_err (*malloc_async)(void **ptr, size_t size, void *stream);
     ca_rt_err (*free_async)(void *ptr, void *stream);
     ca_rt_err (*get_device)(int *dev);
-    /* Optional: the current context, where the runtime has one (the CUDA driver); NULL when
-     * none is current. Names the current device more cheaply than get_device (lane.h). */
+    /* Optional: what names the current device for a lane (lane.h), more cheaply than
+     * get_device where it can: the current context, where the runtime has one (the CUDA
+     * driver; NULL when none is current), else the ordinal plus one. No lane without it. */
     ca_rt_err (*current)(void **ctx);
     ca_rt_err (*set_device)(int dev);
     ca_rt_err (*event_create_with_flags)(void **ev, unsigned flags);
