@@ -278,9 +278,10 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
             done
         fi
     fi
-    # Pairs per second: the static build through the shim with 1..8 threads, best of 3 (one
-    # bad moment of a shared CPU moves a single run by half), and the plain runtime (no shim)
-    # with one, for the ratio.
+    # Pairs per second: the static build through the shim with 1..8 threads, best of 5 (one
+    # bad moment of a shared CPU moves a single run by half, and 2, 4 and 8 threads on 2 CPUs
+    # differ by less than a run's noise), and the plain runtime (no shim) with one, for the
+    # ratio.
     # CUB's CachingDeviceAllocator, the same loops without the shim, for the ratio.
     for api in plain async; do
         for threads in 1 2 4 8; do
@@ -294,14 +295,14 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                 fi
                 # The cache's runs last about a second (a run of a tenth of one is decided
                 # by how the scheduler splits 4 or 8 threads over 2 CPUs at its end); CUB's,
-                # ten times slower, a tenth of the pairs.
-                total=20000000
+                # twenty times slower, a twentieth of the pairs.
+                total=40000000
                 [ "$who" = cub ] && total=2000000
                 cmd+=(--api "$api" --threads "$threads" --pairs $((total / threads)))
-                commands+=("${cmd[*]}  (best of 3)")
+                commands+=("${cmd[*]}  (best of 5)")
                 best=0
                 failed=0
-                for _ in 1 2 3; do
+                for _ in 1 2 3 4 5; do
                     # CUB fails some calls with 8 threads: it records a block's event after
                     # giving its mutex back, and another thread may have destroyed it.
                     "${cmd[@]}" >"$tmp/pairs.out" || [ "$who" = cub ]
