@@ -48,6 +48,31 @@ static inline void fx_finish(fixture *f)
     test_free(f);
 }
 
+/* An arena with thread caches over a device of capacity bytes. */
+static inline fixture *fx_start_tcache(uint64_t capacity)
+{
+    fixture *f = fx_new(capacity);
+    f->cfg.thread_cache = 1;
+    fx_start(f);
+    return f;
+}
+
+/* cmocka setup and teardown of an arena with thread caches over an 8 GiB device. */
+static inline int fx_setup_tcache(void **state)
+{
+    *state = fx_start_tcache(8 * GiB);
+    return 0;
+}
+
+static inline int fx_teardown(void **state)
+{
+    fx_finish(*state);
+    return 0;
+}
+
+/* A test run on its own fx_setup_tcache arena. */
+#define FX_TCACHE_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup_tcache, fx_teardown)
+
 /* Device 0's counters. */
 static inline ca_dev_stats stats(fixture *f)
 {

@@ -11,26 +11,6 @@
 
 #include "arena_fixture.h"
 
-static fixture *start(uint64_t capacity)
-{
-    fixture *f = fx_new(capacity);
-    f->cfg.thread_cache = 1;
-    fx_start(f);
-    return f;
-}
-
-static int setup(void **state)
-{
-    *state = start(8 * GiB);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_finish(*state);
-    return 0;
-}
-
 /* A block in the pools' own lists would show as a free block of the device: a kept one must
  * still count as cached, and the pools must not hand it out. */
 static void test_hit_and_stats(void **state)
@@ -265,7 +245,7 @@ static void *keep_and_wait(void *arg)
 static void test_oom_ladder_collects(void **state)
 {
     (void)state;
-    fixture *f = start(32 * MiB);
+    fixture *f = fx_start_tcache(32 * MiB);
     block_thread_until = 0;
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, keep_and_wait, f), 0);
@@ -340,20 +320,19 @@ static void test_reset_forgets(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_hit_and_stats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_miss_gives_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_thread_and_exit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_counts_survive_exit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_plain_after_stream_waits_for_fence, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_plain_kept_before_stream_without_switch, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_async_same_stream_only, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_double_free_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reclaim_empties, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sync_gives_back, setup, teardown),
+        FX_TCACHE_TEST(test_hit_and_stats),
+        FX_TCACHE_TEST(test_miss_gives_back),
+        FX_TCACHE_TEST(test_other_thread_and_exit),
+        FX_TCACHE_TEST(test_counts_survive_exit),
+        FX_TCACHE_TEST(test_plain_after_stream_waits_for_fence),
+        FX_TCACHE_TEST(test_plain_kept_before_stream_without_switch),
+        FX_TCACHE_TEST(test_async_same_stream_only),
+        FX_TCACHE_TEST(test_double_free_refused),
+        FX_TCACHE_TEST(test_reclaim_empties),
+        FX_TCACHE_TEST(test_sync_gives_back),
         cmocka_unit_test(test_oom_ladder_collects),
-        cmocka_unit_test_setup_teardown(test_reset_forgets, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_collect_while_threads_hit, setup, teardown),
+        FX_TCACHE_TEST(test_reset_forgets),
+        FX_TCACHE_TEST(test_collect_while_threads_hit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
