@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include "driver_door.h"
+#include "driver_served.h"
 #include "real_dlsym.h"
 #include "runtime.h"
 

@@ -6,7 +6,8 @@
 
 #include "capture.h"
 #include "cuda_abi.h"
-#include "driver_door.h"
+#include "driver_runtime.h"
+#include "driver_served.h"
 #include "init.h"
 
 /* Exported, as every served entry point is (driver_door.c declares them alike). */
@@ -24,7 +25,7 @@ static ca_rt_err begin(const char *name, cuabi_stream_t s, int mode, int ptsz)
     void (*f)(void) = ca_drv_real_fn(name);
     if (f == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    ca_runtime *rt = ca_drv_descriptor();
+    ca_runtime *rt = &ca_drv_rt;
     int open = ca_door_open(rt) == 0;
     if (open)
         ca_capture_will_begin(rt);
@@ -40,7 +41,7 @@ static ca_rt_err end(const char *name, cuabi_stream_t s, cuabi_graph_t *graph, i
     if (f == NULL)
         return CUABI_ERROR_NOT_FOUND;
     ca_rt_err e = ((end_fn)f)(s, graph);
-    ca_runtime *rt = ca_drv_descriptor();
+    ca_runtime *rt = &ca_drv_rt;
     if (ca_door_open(rt) == 0)
         ca_capture_ended(rt, s, ptsz, e);
     return e;
@@ -67,7 +68,7 @@ ca_rt_err cuThreadExchangeStreamCaptureMode(cuabi_capture_enum *mode)
         return CUABI_ERROR_NOT_FOUND;
     cuabi_capture_enum want = mode != NULL ? *mode : 0;
     ca_rt_err e = ((exchange_fn)f)(mode);
-    ca_runtime *rt = ca_drv_descriptor();
+    ca_runtime *rt = &ca_drv_rt;
     if (e == CUABI_SUCCESS && ca_door_open(rt) == 0)
         ca_capture_thread_mode(rt, want);
     return e;

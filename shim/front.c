@@ -6,7 +6,6 @@
 #include "backend.h"
 #include "capture.h"
 #include "front.h"
-#include "front_lane.h"
 #include "init.h"
 #include "settings.h"
 #include "lane.h"
@@ -311,19 +310,6 @@ ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int 
             return e;
     }
     return free_async_keyed(rt, real, ptr, stream, key, dev);
-}
-
-ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,
-                                         unsigned flags, unsigned default_flags)
-{
-    if (ca_door_open(rt) != 0)
-        return CA_CLOSED(rt, ext_malloc_with_flags, (ptr, size, flags));
-    if (rt->fn.ext_malloc_with_flags == NULL)
-        return rt->codes.not_initialized;
-    /* Fine-grained, uncached and other special memory is not the cache's business. */
-    if (flags != default_flags || ptr == NULL || size == 0)
-        return rt->fn.ext_malloc_with_flags(ptr, size, flags);
-    return ca_front_malloc(rt, ptr, size);
 }
 
 /* CACHEALLOC_LIMIT in bytes for a device of total bytes; 0: no limit. The arena computes a

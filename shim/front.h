@@ -29,9 +29,6 @@ CA_SLOW ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, v
 CA_SLOW ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
 /* cudaFreeAsync / hipFreeAsync on lane l (its stream) that the thread cache did not keep. */
 CA_SLOW ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr);
-/* hipExtMallocWithFlags: default flags are cached, others pass through. */
-ca_rt_err ca_front_ext_malloc_with_flags(ca_runtime *rt, void **ptr, size_t size,
-                                         unsigned flags, unsigned default_flags);
 /* cudaMemGetInfo / hipMemGetInfo: free memory includes the cache's reusable bytes. */
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes);
 /* Device (context) dev lost its memory: the cache forgets it, its streams and its sticky

@@ -8,6 +8,7 @@
 #include "front.h"
 #include "front_lane.h"
 #include "hip_abi.h"
+#include "init.h"
 
 #define CA_DECLARE(name, params) CA_EXPORT ca_rt_err name params;
 HIPABI_INTERPOSED(CA_DECLARE)
@@ -110,8 +111,19 @@ ca_rt_err hipFree(void *ptr) { return ca_front_free(&hip_rt, ptr); }
 ca_rt_err hipMallocAsync(void **dev_ptr, size_t size, hipabi_stream_t stream) { return ca_front_malloc_async(&hip_rt, dev_ptr, size, stream, 0); }
 /* Interposed hipFreeAsync: the runtime's own contract, served through front.c. */
 ca_rt_err hipFreeAsync(void *dev_ptr, hipabi_stream_t stream) { return ca_front_free_async(&hip_rt, dev_ptr, stream, 0); }
-/* Interposed hipExtMallocWithFlags: the runtime's own contract, served through front.c. */
-ca_rt_err hipExtMallocWithFlags(void **ptr, size_t sizeBytes, unsigned int flags) { return ca_front_ext_malloc_with_flags(&hip_rt, ptr, sizeBytes, flags, HIPABI_DEVICE_MALLOC_DEFAULT); }
+/* Interposed hipExtMallocWithFlags: default flags are cached as hipMalloc is; fine-grained,
+ * uncached and other special memory is not the cache's business. */
+ca_rt_err hipExtMallocWithFlags(void **ptr, size_t size, unsigned int flags)
+{
+    ca_runtime *rt = &hip_rt;
+    if (ca_door_open(rt) != 0)
+        return CA_CLOSED(rt, ext_malloc_with_flags, (ptr, size, flags));
+    if (rt->fn.ext_malloc_with_flags == NULL)
+        return rt->codes.not_initialized;
+    if (flags != HIPABI_DEVICE_MALLOC_DEFAULT || ptr == NULL || size == 0)
+        return rt->fn.ext_malloc_with_flags(ptr, size, flags);
+    return ca_front_malloc(rt, ptr, size);
+}
 /* Interposed hipMemGetInfo: the runtime's own contract, served through front.c. */
 ca_rt_err hipMemGetInfo(size_t *free, size_t *total) { return ca_front_mem_get_info(&hip_rt, free, total); }
 /* Interposed hipDeviceReset: the runtime's own contract, served through front.c. */

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "driver_ctx.h"
-#include "driver_door.h"
+#include "driver_runtime.h"
 #include "driver_real.h"
 #include "front.h"
 #include "front_lane.h"
@@ -47,7 +47,7 @@ static void leave_device(int switched, void *prev)
 /* Public: size bytes on device for stream (PyTorch's alloc); NULL when refused or out of memory. */
 CA_EXPORT void *cachealloc_pluggable_alloc(ssize_t size, int device, void *stream)
 {
-    ca_runtime *rt = ca_drv_descriptor();
+    ca_runtime *rt = &ca_drv_rt;
     void *p = NULL, *prev = NULL;
     if (size <= 0)
         return NULL;
@@ -62,7 +62,7 @@ CA_EXPORT void *cachealloc_pluggable_alloc(ssize_t size, int device, void *strea
 /* Public: free ptr on stream (PyTorch's free: the stream it was allocated on); size unused. */
 CA_EXPORT void cachealloc_pluggable_free(void *ptr, ssize_t size, int device, void *stream)
 {
-    ca_runtime *rt = ca_drv_descriptor();
+    ca_runtime *rt = &ca_drv_rt;
     void *prev = NULL;
     (void)size; /* the arena knows each block's size */
     if (ptr == NULL)

@@ -1,0 +1,121 @@
+/* The CUDA driver as the cache's runtime descriptor: the same calling conventions as a runtime
+ * (a CUdeviceptr is passed as a pointer is), context slots (driver_ctx.c) in place of devices,
+ * and the real functions behind the door's entry points (driver_served.c). */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "driver_ctx.h"
+#include "driver_real.h"
+#include "driver_runtime.h"
+#include "driver_served.h"
+#include "real.h"
+
+static ca_rt_err drv_get_last_error(void)
+{
+    return 0; /* the driver keeps no last error */
+}
+
+static int drv_resolve(ca_runtime *rt);
+
+/* Pinned memory on device `ordinal`, read-write for it. */
+static void drv_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
+{
+    cuabi_mem_prop prop = {.type = CUABI_MEM_ALLOCATION_TYPE_PINNED,
+                           .location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
+    cuabi_access_desc access = {.location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal},
+                                .flags = CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    _Static_assert(sizeof prop <= sizeof out->prop && sizeof access <= sizeof out->access,
+                   "VMM structures fit the descriptor");
+    memcpy(out->prop, &prop, sizeof prop);
+    memcpy(out->access, &access, sizeof access);
+}
+
+ca_runtime ca_drv_rt = {
+    .api = "cuda",
+    .door = "CUDA at the driver API",
+    .real_what = "driver",
+    .found_how = ca_drv_found_how,
+    .tool_env = "CUDA_INJECTION64_PATH", /* compute-sanitizer, Nsight Systems and Compute */
+    .syms = (const ca_rt_sym[]){{offsetof(ca_rt_fns, malloc), "cuMemAlloc_v2", 1}, {0, NULL, 0}},
+    .resolve = drv_resolve,
+    .codes = {
+        .success = CUABI_SUCCESS,
+        .invalid_value = CUABI_ERROR_INVALID_VALUE,
+        .out_of_memory = CUABI_ERROR_OUT_OF_MEMORY,
+        .not_initialized = CUABI_ERROR_NOT_INITIALIZED,
+        .not_ready = CUABI_ERROR_NOT_READY,
+        .invalid_device_pointer = CUABI_ERROR_INVALID_VALUE,
+    },
+    .legacy_stream = (void *)CUABI_STREAM_LEGACY_VALUE,
+    .per_thread_stream = (void *)CUABI_STREAM_PER_THREAD_VALUE,
+    .stream_nonblocking = CUABI_STREAM_NON_BLOCKING,
+    .event_flags = CUABI_EVENT_DISABLE_TIMING,
+    .vmm_desc = drv_vmm_desc,
+    .slot = CA_RT_CUDA,
+    .init_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+#define PUT(field, value)                                    \
+    do {                                                     \
+        void *p_ = (value);                                  \
+        memcpy(&rt->fn.field, &p_, sizeof p_);               \
+        missing |= p_ == NULL;                               \
+    } while (0)
+#define OPT(field, value)                                    \
+    do {                                                     \
+        void *p_ = (value);                                  \
+        memcpy(&rt->fn.field, &p_, sizeof p_);               \
+    } while (0)
+#define LOOK(base, version, flags, exported) ca_drv_lookup(base, version, flags, exported)
+#define VMM(name) LOOK(name, CUABI_VMM_VERSION, CUABI_GPA_LEGACY, name)
+
+/* The driver's functions in the runtime-shaped descriptor: the same calling conventions (a
+ * CUdeviceptr is passed as a pointer is), the context slot in place of the device. */
+static int drv_resolve(ca_runtime *rt)
+{
+    if (ca_drv_served_real(I_cuMemAlloc_v2) == NULL)
+        return CA_REAL_ABSENT;
+    /* Without the context functions the cache cannot work: calls pass through. */
+    int missing = ca_drv_fns_get() == NULL;
+    PUT(malloc, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemAlloc_v2)));
+    PUT(free, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemFree_v2)));
+    OPT(malloc_async, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemAllocAsync)));
+    OPT(free_async, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemFreeAsync)));
+    OPT(malloc_async_ptsz, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemAllocAsync_ptsz)));
+    OPT(free_async_ptsz, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemFreeAsync_ptsz)));
+    PUT(mem_get_info, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemGetInfo_v2)));
+    PUT(device_synchronize, ca_drv_fn_ptr(ca_drv_served_real(I_cuCtxSynchronize)));
+    PUT(stream_create_with_flags, ca_drv_fn_ptr(ca_drv_served_real(I_cuStreamCreate)));
+    PUT(stream_create_with_priority, ca_drv_fn_ptr(ca_drv_served_real(I_cuStreamCreateWithPriority)));
+    PUT(stream_destroy, ca_drv_fn_ptr(ca_drv_served_real(I_cuStreamDestroy_v2)));
+    PUT(event_create_with_flags, LOOK("cuEventCreate", 2000, CUABI_GPA_LEGACY, "cuEventCreate"));
+    PUT(event_record, LOOK("cuEventRecord", 2000, CUABI_GPA_LEGACY, "cuEventRecord"));
+    PUT(event_query, LOOK("cuEventQuery", 2000, CUABI_GPA_LEGACY, "cuEventQuery"));
+    PUT(event_synchronize, LOOK("cuEventSynchronize", 2000, CUABI_GPA_LEGACY, "cuEventSynchronize"));
+    PUT(event_destroy, LOOK("cuEventDestroy", 4000, CUABI_GPA_LEGACY, "cuEventDestroy_v2"));
+    PUT(stream_wait_event, LOOK("cuStreamWaitEvent", 3020, CUABI_GPA_LEGACY, "cuStreamWaitEvent"));
+    OPT(stream_get_flags, LOOK("cuStreamGetFlags", 5050, CUABI_GPA_LEGACY, "cuStreamGetFlags"));
+    OPT(stream_query, LOOK("cuStreamQuery", 2000, CUABI_GPA_LEGACY, "cuStreamQuery"));
+    /* Expandable segments: through the real lookup, never the shim's own entry points. */
+    OPT(mem_address_reserve, VMM("cuMemAddressReserve"));
+    OPT(mem_address_free, VMM("cuMemAddressFree"));
+    OPT(mem_create, VMM("cuMemCreate"));
+    OPT(mem_release, VMM("cuMemRelease"));
+    OPT(mem_map, VMM("cuMemMap"));
+    OPT(mem_unmap, VMM("cuMemUnmap"));
+    OPT(mem_set_access, VMM("cuMemSetAccess"));
+    OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
+    if (!missing)
+        OPT(device_ordinal, ca_drv_fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
+    OPT(stream_is_capturing, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_LEGACY, "cuStreamIsCapturing"));
+    OPT(stream_is_capturing_ptsz, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_PER_THREAD,
+                                       "cuStreamIsCapturing_ptsz"));
+    if (!missing)
+        OPT(current, ca_drv_fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_current));
+    rt->fn.get_device = ca_drv_get_slot;
+    rt->fn.set_device = ca_drv_set_slot;
+    rt->fn.get_last_error = drv_get_last_error;
+    return missing ? CA_REAL_INCOMPLETE : CA_REAL_OK;
+}
+
