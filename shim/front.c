@@ -222,8 +222,12 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
     if (ca_stream_key(rt, stream, ptsz, &dev, &key) != rt->codes.success)
         return real(ptr, size, stream);
     ca_stats_ensure(rt);
-    /* Not on a faulted device: its frees must report the error (free_async_keyed). */
-    ca_lane *l = usable_device(dev) && !sticky_of(rt, dev) ? lane_arm(rt, gen, current) : NULL;
+    /* Not on a faulted device: its frees must report the error (free_async_keyed); nor where
+     * the runtime has no free to match (the fast lane's free would not say so). */
+    ca_rt_err (*real_free)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
+    ca_lane *l = usable_device(dev) && !sticky_of(rt, dev) && real_free != NULL
+                     ? lane_arm(rt, gen, current)
+                     : NULL;
     if (l != NULL) {
         l->async = 1;
         l->stream = stream;

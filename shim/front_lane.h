@@ -72,7 +72,7 @@ CA_FAST ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, i
     if (l == NULL || ptr == NULL || ((uintptr_t)l->key & 1u))
         return ca_front_free_async_full(rt, ptr, stream, ptsz);
     /* Kept only as a block of the lane's device, which had no sticky error when it was armed
-     * (one since would have staled it); the real free exists (front.c checked it then). */
+     * (one since would have staled it); the lane is armed only where the real free exists. */
     if (ca_free_hit(l->tc, ptr, l->key, CA_API_ASYNC, l->kdev))
         return rt->codes.success;
     return ca_front_free_async_lane(rt, l, ptr);

@@ -56,7 +56,8 @@ static inline void ca_lane_hold(uint64_t held[CA_RT_SLOTS])
     }
 }
 
-/* ... and go on after it, unless something staled them meanwhile. */
+/* ... and go on after it, unless the generation moved meanwhile. (Nothing disarms a lane of
+ * the calling thread from inside one of the cache's own calls, which this would undo.) */
 static inline void ca_lane_resume(const uint64_t held[CA_RT_SLOTS])
 {
     for (int s = 0; s < CA_RT_SLOTS; s++)

@@ -16,9 +16,6 @@ struct ca_tcache {
     uint32_t lock;                    /* ca_tc_try, tc_lock: 0 free, 1 held               */
     uint32_t nkept;
     uint8_t order[CA_TC_KEPT];        /* table slots of the kept blocks, oldest first     */
-    ca_arena *arena;
-    bool graveyard;                   /* no thread's: the counts of exited threads' caches */
-    struct ca_tcache *prev, *next;    /* the registry                                     */
     /* Blocks it was handed and blocks it keeps, in one table by address hash: a free marks
      * an entry kept and a hit marks it issued again, with nothing copied. A new allocation
      * whose slot holds a kept block is not remembered (its free goes to the pools). */
@@ -27,19 +24,27 @@ struct ca_tcache {
     /* By device, its own calls. */
     uint64_t hits[CA_MAX_DEVICES];
     uint64_t frees[CA_MAX_DEVICES];
+    /* Away from the lock's line: other threads write prev and next when they come and go. */
+    ca_arena *arena;
+    uint64_t serial;                  /* the arena's                                      */
+    bool graveyard;                   /* no thread's: the counts of exited threads' caches */
+    struct ca_tcache *prev, *next;    /* the registry                                     */
 };
 
 _Static_assert(CA_TC_ISSUED <= 256, "kept slots are bytes");
 
 /* A thread's caches, one per arena it used (a process has one arena per runtime), in the slot
  * its arena's serial names, and checked by that serial: a destroyed arena's serial never comes
- * back, so a stale pointer here is never followed. Two arenas of one slot (tests make many)
- * take turns: the newer one's cache replaces the older's. */
+ * back, so a hit never follows a stale pointer here (a destroyed arena frees its caches, and
+ * their threads' slots still name them: retiring one checks that it is still registered, as
+ * this serial's). Two arenas of one slot (tests make many) take turns: the newer one's cache
+ * replaces the older's. */
 #define CA_TC_SLOTS 4
 typedef struct ca_tc_thread {
     uint64_t serial[CA_TC_SLOTS];
     ca_tcache *tc[CA_TC_SLOTS];
     bool exit_armed;
+    bool exited;                      /* its caches retired: no new one (nothing would free it) */
 } ca_tc_thread;
 extern _Thread_local ca_tc_thread ca_tc_self;
 

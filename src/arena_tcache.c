@@ -74,11 +74,14 @@ static ca_tcache *graveyard_of(ca_arena *a)
     return g;
 }
 
-/* Unregister tc, keep its counts, and hand its kept blocks to its arena's pools. */
-static void retire(ca_tcache *tc)
+/* Unregister tc, the calling thread's cache of the arena of serial `serial`, keep its counts,
+ * and hand its kept blocks to its arena's pools. */
+static void retire(ca_tcache *tc, uint64_t serial)
 {
     pthread_mutex_lock(&registry_lock);
-    bool live = registered(tc);
+    /* Its arena may have gone first and taken it along: then the address may even be another
+     * cache's by now, which the serial tells apart (none of a destroyed arena is left). */
+    bool live = registered(tc) && tc->serial == serial && !tc->graveyard;
     if (live) {
         unregister(tc);
         /* The device's call counts must not drop when a thread ends. */
@@ -90,7 +93,7 @@ static void retire(ca_tcache *tc)
     }
     pthread_mutex_unlock(&registry_lock);
     if (!live)
-        return; /* its arena went first, and took it along */
+        return;
     ca_tc_entry kept[CA_TC_KEPT];
     int n = take_kept(tc, -1, kept, 0); /* no lock: nobody else can reach tc any more */
     if (n > 0 && tc->arena->tc_flush)
@@ -105,20 +108,23 @@ void ca_tc_set_retire_hook(void (*hook)(void))
     retire_hook = hook;
 }
 
-/* The calling thread's cache tc is about to go: the hook first. */
-static void retire_own(ca_tcache *tc)
+/* The calling thread's cache in slot i is about to go: the hook first. */
+static void retire_own(unsigned i)
 {
     if (retire_hook)
         retire_hook();
-    retire(tc);
+    retire(tl.tc[i], tl.serial[i]);
 }
 
 static void thread_exit(void *unused)
 {
     (void)unused;
-    for (int i = 0; i < CA_TC_SLOTS; i++) {
+    /* A later destructor of the thread's may still allocate: through the pools, since no
+     * cache made now would ever be retired. */
+    tl.exited = true;
+    for (unsigned i = 0; i < CA_TC_SLOTS; i++) {
         if (tl.tc[i])
-            retire_own(tl.tc[i]);
+            retire_own(i);
         tl.tc[i] = NULL;
         tl.serial[i] = 0;
     }
@@ -130,13 +136,15 @@ static void make_exit_key(void)
         exit_key = (pthread_key_t)-1;
 }
 
-/* The calling thread's cache for a, made at its first use; NULL when memory is short. */
+/* The calling thread's cache for a, made at its first use; NULL when memory is short or the
+ * thread is past its exit. */
 static ca_tcache *cache_new(ca_arena *a)
 {
-    ca_tcache *tc = cache_alloc();
+    ca_tcache *tc = tl.exited ? NULL : cache_alloc();
     if (!tc)
         return NULL;
     tc->arena = a;
+    tc->serial = a->serial;
     if (!tl.exit_armed) {
         pthread_once(&exit_once, make_exit_key);
         if (exit_key != (pthread_key_t)-1 && pthread_setspecific(exit_key, &tl) == 0)
@@ -144,7 +152,7 @@ static ca_tcache *cache_new(ca_arena *a)
     }
     unsigned slot = ca_tc_slot(a);
     if (tl.tc[slot])
-        retire_own(tl.tc[slot]); /* another arena of the same slot: its cache goes */
+        retire_own(slot); /* another arena of the same slot: its cache goes */
     pthread_mutex_lock(&registry_lock);
     tc->next = registry;
     if (registry)

@@ -7,9 +7,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "arena_fixture.h"
+#include "arena_hit.h"
 
 /* A block in the pools' own lists would show as a free block of the device: a kept one must
  * still count as cached, and the pools must not hand it out. */
@@ -317,6 +319,83 @@ static void test_reset_forgets(void **state)
     assert_int_equal(stats(f).allocated_bytes, 0);
 }
 
+static pthread_key_t late_key;
+static fixture *late_f;
+
+/* First round: ask for a second one, after every other key's destructor ran once. */
+static void late_pairs(void *round)
+{
+    if ((uintptr_t)round == 1) {
+        pthread_setspecific(late_key, (void *)2);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        must_free(late_f, must_alloc(late_f, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+}
+
+static void *pairs_then_late(void *arg)
+{
+    fixture *f = arg;
+    must_free(f, must_alloc(f, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+    assert_int_equal(pthread_setspecific(late_key, (void *)1), 0);
+    return NULL;
+}
+
+/* A thread's destructor that allocates after the thread's cache was retired leaves no cache
+ * behind (nothing would ever retire it): once the thread is gone, no cache keeps a block. */
+static void test_late_destructor_leaves_no_cache(void **state)
+{
+    fixture *f = *state;
+    late_f = f;
+    /* The thread caches' exit key exists before this one: its destructor runs first. */
+    must_free(f, must_alloc(f, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+    assert_int_equal(pthread_key_create(&late_key, late_pairs), 0);
+    ca_reclaim(f->a, -1);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, pairs_then_late, f), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    ca_tc_entry *list;
+    int n = ca_tc_collect(f->a, -1, &list);
+    if (n > 0) {
+        f->a->tc_flush(f->a, list, n);
+        free(list);
+    }
+    pthread_key_delete(late_key);
+    assert_int_equal(n, 0);
+    assert_balanced(f);
+}
+
+/* A destroyed arena frees its caches while their threads' slots still name them. A later
+ * arena of the same slot retires what the slot names only when it is still that arena's
+ * cache: the freed address may be another arena's live cache by then (glibc hands the live
+ * arena's cache the very address here; ASan's quarantine does not, so the case only arises
+ * in the plain build). */
+static void test_destroyed_arena_slot_reused(void **state)
+{
+    (void)state;
+    fixture *gone = fx_start_tcache(GiB);
+    must_free(gone, must_alloc(gone, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+    fx_finish(gone);
+    fixture *live = fx_start_tcache(GiB); /* its cache may take the freed one's address */
+    char *x = must_alloc(live, MiB, NULL, CA_API_PLAIN);
+    fixture *other[CA_TC_SLOTS - 1]; /* the last shares the destroyed arena's slot */
+    for (int i = 0; i < CA_TC_SLOTS - 1; i++) {
+        other[i] = fx_start_tcache(GiB);
+        must_free(other[i], must_alloc(other[i], MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
+    }
+    /* The live arena's cache is still the thread's: it remembers what it hands out. */
+    must_free(live, x, NULL, CA_API_PLAIN);
+    char *y = must_alloc(live, 2 * MiB, NULL, CA_API_PLAIN);
+    int dev;
+    size_t requested;
+    assert_true(ca_tc_issued(live->a, y, &dev, &requested));
+    must_free(live, y, NULL, CA_API_PLAIN);
+    assert_int_equal(stats(live).allocated_bytes, 0);
+    for (int i = 0; i < CA_TC_SLOTS - 1; i++)
+        fx_finish(other[i]);
+    fx_finish(live);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +412,8 @@ int main(void)
         cmocka_unit_test(test_oom_ladder_collects),
         FX_TCACHE_TEST(test_reset_forgets),
         FX_TCACHE_TEST(test_collect_while_threads_hit),
+        FX_TCACHE_TEST(test_late_destructor_leaves_no_cache),
+        cmocka_unit_test(test_destroyed_arena_slot_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
