@@ -285,9 +285,12 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
     # CUB's CachingDeviceAllocator, the same loops without the shim, for the ratio.
     for api in plain async; do
         for threads in 1 2 4 8; do
-            for who in cache cub; do
+            # The driver-API build too: the same library with no NVIDIA runtime in between.
+            for who in cache driver cub; do
                 if [ "$who" = cache ]; then
                     cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static")
+                elif [ "$who" = driver ]; then
+                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-driver")
                 elif [ -x "$pairs_dir/bench-pairs-cub" ]; then
                     cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-cub")
                 else
@@ -312,6 +315,8 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                 done
                 if [ "$who" = cache ]; then
                     pair_rate[$api.$threads]=$best
+                elif [ "$who" = driver ]; then
+                    pair_rate[$api.drv.$threads]=$best
                 else
                     pair_rate[$api.cub.$threads]=$best
                     pair_fail[$api.cub.$threads]=$failed
@@ -343,6 +348,7 @@ pairs_report() {
     done
     echo "Pairs per second, static build through the shim (each thread on its own non-blocking"
     echo "stream for the async API, the default stream for the plain one); ratio to one thread;"
+    echo "the same through the driver-API build (the library with no NVIDIA runtime in between);"
     echo "the plain runtime without the shim, one thread, and CUB's CachingDeviceAllocator without"
     echo "the shim (cache: the cache's pairs per second over CUB's), for comparison."
     for api in plain async; do
@@ -354,6 +360,12 @@ pairs_report() {
         done
         echo "$line; plain runtime ${pair_rate[$api.plainrt]}/s" \
             "($(awk -v r="$one" -v p="${pair_rate[$api.plainrt]}" 'BEGIN { printf "%.0fx", r / p }') faster under the cache)"
+        line="  $api, driver-API build:"
+        for threads in 1 2 4 8; do
+            r=${pair_rate[$api.drv.$threads]}
+            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="${pair_rate[$api.drv.1]}" 'BEGIN { printf "%.2fx", r / o }'))"
+        done
+        echo "$line"
         if [ -n "${pair_rate[$api.cub.1]:-}" ]; then
             line="  $api, CUB:"
             for threads in 1 2 4 8; do
