@@ -5,7 +5,9 @@
  * cache grows past pending memory only while it holds at most twice the working set (allocated
  * bytes plus the request); beyond that it waits, unlocked, for the oldest fences that cover the
  * request's size in pending bytes and searches again. docs/arena.md gives the measurements. */
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "arena_internal.h"
 
@@ -44,6 +46,40 @@ static ca_fence *fence_covering(const ca_device *d, uint64_t seq)
     return NULL;
 }
 
+/* How long a wait polls before it blocks: a fence behind a little queued work completes
+ * within it, and asking again while giving the CPU away is answered sooner than a blocking
+ * wait is woken (docs/arena.md, "Decided from measurements"). */
+#define POLL_NS 200000
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait for event ev of device d: polled for up to POLL_NS, then a blocking wait. */
+static void wait_event(ca_arena *a, ca_device *d, ca_event_t ev)
+{
+    uint64_t until = 0;
+    for (unsigned tries = 0;; tries++) {
+        int r = a->be.event_query(a->be.ctx, d->id, ev);
+        if (r > 0)
+            return;
+        if (r < 0)
+            break; /* the blocking wait answers an error as it always did */
+        if ((tries & 15) == 0) {
+            uint64_t t = now_ns();
+            if (until == 0)
+                until = t + POLL_NS;
+            else if (t >= until)
+                break;
+        }
+        sched_yield();
+    }
+    a->be.event_synchronize(a->be.ctx, d->id, ev);
+}
+
 /* Wait, unlocked, for fence f and for the destroyed streams it trusts to have finished; fences
  * complete in order, so every older one is then complete too. The handles are copied first: one
  * recycled meanwhile only lengthens the wait, and completion is decided by the poll after it,
@@ -63,7 +99,7 @@ static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
             evs[k++] = d->dying[i].ev;
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
-        a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
+        wait_event(a, d, evs[i]);
     ca_window_end(d);
     if (evs != stack)
         free(evs);
