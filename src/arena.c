@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arena_internal.h"
+#include "clock.h"
 #include "arena_tcache.h"
 
 static __thread int free_hint; /* device of this thread's last free: tried first */
@@ -333,9 +334,7 @@ static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
 static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
 {
     if (a->cfg.record_alloc_times) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        b->t_alloc_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        b->t_alloc_ns = ca_now_ns();
     }
     if (depth > 0) {
         if (!b->stack)

@@ -7,9 +7,9 @@
  * request's size in pending bytes and searches again. docs/arena.md gives the measurements. */
 #include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "arena_internal.h"
+#include "clock.h"
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
 
@@ -51,13 +51,6 @@ static ca_fence *fence_covering(const ca_device *d, uint64_t seq)
  * wait is woken (docs/arena.md, "Decided from measurements"). */
 #define POLL_NS 200000
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Wait for event ev of device d: polled for up to POLL_NS, then a blocking wait. */
 static void wait_event(ca_arena *a, ca_device *d, ca_event_t ev)
 {
@@ -69,7 +62,7 @@ static void wait_event(ca_arena *a, ca_device *d, ca_event_t ev)
         if (r < 0)
             break; /* the blocking wait answers an error as it always did */
         if ((tries & 15) == 0) {
-            uint64_t t = now_ns();
+            uint64_t t = ca_now_ns();
             if (until == 0)
                 until = t + POLL_NS;
             else if (t >= until)

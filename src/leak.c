@@ -1,4 +1,5 @@
 #include "leak.h"
+#include "clock.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -68,10 +69,7 @@ static void visit(void *ctx, int dev, const void *ptr, size_t requested, uint64_
 
 int ca_leak_report(ca_arena *a, const char *api, FILE *out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    leak_walk w = {out, api ? api : "device", (uint64_t)ts.tv_sec * 1000000000ull +
-                   (uint64_t)ts.tv_nsec, 0, 0, 0};
+    leak_walk w = {out, api ? api : "device", ca_now_ns(), 0, 0, 0};
     ca_foreach_live(a, visit, &w);
     if (w.count == 0)
         return 0;

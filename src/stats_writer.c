@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "stats_abi.h"
 
 _Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
@@ -51,12 +52,6 @@ static int g_atexit_done;
 static char g_path[PATH_MAX];       /* shm name ("/cachealloc...") or file path */
 static int g_in_dir;                /* g_path is a file path (CACHEALLOC_SHM_DIR) */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static unsigned current_gen(void) { return __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE); }
 
@@ -199,7 +194,7 @@ static void publish_locked(writer_state *st)
     if ((unsigned)count > used)
         __atomic_store_n(&st->hdr->device_used, (uint32_t)count, __ATOMIC_RELEASE);
     __atomic_fetch_add(&st->hdr->publish_count, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&st->hdr->heartbeat_ns, now_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&st->hdr->heartbeat_ns, ca_now_ns(), __ATOMIC_RELEASE);
 }
 
 /* Publish unless the segment was stopped meanwhile. */

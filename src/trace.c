@@ -5,6 +5,7 @@
  * killed still leaves everything up to the last interval. A write is always of whole lines, so
  * the file never ends in a torn one. */
 #include "trace.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,12 +34,6 @@ struct ca_trace {
     char buf[TRACE_BUF];
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Under t->lock: write out the buffered lines. */
 static void flush_locked(ca_trace *t)
@@ -53,7 +48,7 @@ static void flush_locked(ca_trace *t)
         done += (size_t)n;
     }
     t->len = 0;
-    t->last_flush_ns = mono_ns();
+    t->last_flush_ns = ca_now_ns();
 }
 
 static void *flusher(void *arg)
@@ -135,7 +130,7 @@ void ca_trace_event(void *trace, ca_trace_kind kind, int dev, const void *ptr, s
         if (n > 0 && n < TRACE_LINE_MAX)
             t->len += (size_t)n;
         if (t->len > sizeof t->buf / 2 ||
-            mono_ns() - t->last_flush_ns > (uint64_t)CA_TRACE_FLUSH_MS * 1000000u)
+            ca_now_ns() - t->last_flush_ns > (uint64_t)CA_TRACE_FLUSH_MS * 1000000u)
             flush_locked(t);
     }
     pthread_mutex_unlock(&t->lock);
