@@ -111,7 +111,7 @@ static void cfg_read(void)
     sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 26, "26");
     sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 36, "36");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
-    sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 1, "0 or 1", "0");
+    sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,
                                     "an integer >= 0 (0: off)", "0");
     sd_cfg.fail_alloc_rate = env_rate("SIMDEV_FAIL_ALLOC_RATE");

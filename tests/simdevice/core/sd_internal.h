@@ -21,7 +21,8 @@ struct sd_config {
     double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
         vmm_unmap_us, vmm_access_us;
     int verbose;
-    int hip_reentrant; /* hipMalloc calls the exported hipExtMallocWithFlags (SIMDEV_HIP_REENTRANT) */
+    int hip_reentrant; /* hipMalloc calls the exported hipExtMallocWithFlags (1) or
+                        * hipMallocAsync (2) (SIMDEV_HIP_REENTRANT) */
     const char *counters_file;
     long fail_alloc_nth; /* 0: off */
     double fail_alloc_rate, fail_event_create_rate, fail_event_record_rate;

@@ -12,14 +12,21 @@ API const char *simdev_identify(void) { return "simdevice hip"; }
 API int simdev_get_counters(int device, struct simdev_counters *out) { return sd_get_counters(device, out); }
 
 API hipError_t hipExtMallocWithFlags(void **p, size_t n, unsigned f);
+API hipError_t hipMallocAsync(void **p, size_t n, hipStream_t s);
+API hipError_t hipStreamSynchronize(hipStream_t s);
 
 /* Allocates device memory on the current device. */
 API hipError_t hipMalloc(void **p, size_t n)
 {
     /* Some ROCm releases implement hipMalloc over their own exported entry points: the call
      * goes through the PLT, where a preloaded library's definition is found first. */
-    if (sd_hip_reentrant())
+    if (sd_hip_reentrant() == 1)
         return hipExtMallocWithFlags(p, n, 0);
+    /* The same over an entry point an allocator serves itself (a model, not a known release). */
+    if (sd_hip_reentrant() == 2) {
+        hipError_t e = hipMallocAsync(p, n, NULL);
+        return e == 0 ? hipStreamSynchronize(NULL) : e;
+    }
     return hip_ret(sd_malloc(p, n));
 }
 /* hipMalloc with flags (ignored). */
