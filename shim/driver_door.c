@@ -6,7 +6,6 @@
  * the same entry points by name for programs linked with -lcuda. The logic is front.c's, over
  * the driver's descriptor (driver_runtime.c), whose "devices" are context slots
  * (driver_ctx.c). */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -20,9 +19,7 @@
 #include "front.h"
 #include "front_lane.h"
 #include "init.h"
-#include "real.h"
 #include "real_dlsym.h"
-#include "streams.h"
 
 typedef ca_rt_err (*gpa_v1_fn)(const char *symbol, void **pfn, int version, uint64_t flags);
 typedef ca_rt_err (*gpa_v2_fn)(const char *symbol, void **pfn, int version, uint64_t flags,

@@ -3,7 +3,6 @@
  * runtime's last error are exactly the runtime's own. */
 #include <stdint.h>
 
-#include "backend.h"
 #include "capture.h"
 #include "front.h"
 #include "init.h"
@@ -82,10 +81,8 @@ static CA_SLOW ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, v
 
 /* Serve an allocation from the arena on dev's pool of stream key (kind: the entry point
  * called); what the arena refuses, the real runtime answers. */
-static inline __attribute__((always_inline)) ca_rt_err serve_alloc(ca_runtime *rt, int kind,
-                                                                   int dev, size_t size,
-                                                                   ca_stream_t key, void **ptr,
-                                                                   void *stream)
+static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_stream_t key,
+                             void **ptr, void *stream)
 {
     void *p; /* ca_malloc always sets it */
     ca_status st = ca_malloc(rt->arena, dev, size, key,
