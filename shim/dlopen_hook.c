@@ -6,12 +6,14 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "init.h"
+#include "dlopen_hook.h"
 #include "lane.h"
 #include "real_dlsym.h"
 #include "runtime.h"
 
 typedef void *(*dlopen_fn)(const char *, int);
+
+atomic_uint ca_dlopen_gen;
 
 static _Atomic(dlopen_fn) real_dlopen;
 

@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "driver_ctx.h"
+#include "dlopen_hook.h"
 #include "lane.h"
 #include "leak.h"
 #include "ptsz_scan.h"
@@ -98,8 +99,6 @@ static void setup(void)
     /* Lanes hold their thread's cache: it must not outlive it there. */
     ca_tc_set_retire_hook(ca_lane_disarm);
 }
-
-atomic_uint ca_dlopen_gen;
 
 static CA_SLOW void scan_imports(ca_runtime *rt)
 {

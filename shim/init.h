@@ -15,9 +15,6 @@ int ca_door_open(ca_runtime *rt);
  * Cheap after the first call. */
 void ca_stats_ensure(ca_runtime *rt);
 
-/* Counts the program's dlopen calls: new objects may import per-thread stream entry points. */
-extern atomic_uint ca_dlopen_gen;
-
 /* For a program built for per-thread default streams, end device dev's single-stream fast path
  * at its first plain allocation (other host threads' default streams are streams too). */
 void ca_per_thread_default_check(ca_runtime *rt, int dev);
