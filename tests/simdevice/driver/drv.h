@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/sd.h"
 
@@ -102,8 +103,15 @@ struct drv_ctx {
 
 /* Any entry point, as stored in the export tables and the lookup table. */
 typedef void (*drv_fn)(void);
-/* A function pointer as the void * that cuGetProcAddress hands out. */
-void *drv_fn_ptr(drv_fn f);
+/* A function pointer as the void * that cuGetProcAddress hands out (POSIX guarantees that a
+ * function pointer fits a void *). Inline: the lookup table and the export tables both use it,
+ * and neither file should depend on the other for it. */
+static inline void *drv_fn_ptr(drv_fn f)
+{
+    void *p;
+    memcpy(&p, &f, sizeof p);
+    return p;
+}
 
 /* Device identity, also hashed by the runtime's integrity check. */
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);

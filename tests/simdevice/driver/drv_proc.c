@@ -33,13 +33,6 @@ static const struct proc procs[] = {
     L("cuGetProcAddress", 12000, NULL)
 };
 
-void *drv_fn_ptr(drv_fn f)
-{
-    void *p;
-    memcpy(&p, &f, sizeof p); /* POSIX guarantees a function pointer fits a void * */
-    return p;
-}
-
 CUresult drv_proc_lookup(const char *name, int version, bool per_thread, void **fn, int *status)
 {
     const struct proc *best = NULL;
