@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The project's layering, checked on its sources and objects (suite "structure").
+
+    check_layers.py SOURCE_ROOT [OBJECT_DIR ...]
+
+1. Includes flow one way: shim/ uses src/; tools/ uses only src/'s stats ABI and its option
+   parser (the launcher checks values exactly as the library reads them); src/ and
+   tests/simdevice/ stand alone.
+2. No header includes itself through others.
+3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
+   directly or around a circle: files depend downward.
+Exits 1 and names every breach.
+"""
+import os
+import re
+import subprocess
+import sys
+
+LAYERS = {  # layer -> the layers (or single files of them) it may include
+    "src": {"src"},
+    "shim": {"shim", "src"},
+    "tools": {"tools", "src/stats_abi.h", "src/options.h"},
+    "tests/simdevice": {"tests/simdevice"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(rel):
+    for layer in sorted(LAYERS, key=len, reverse=True):
+        if rel == layer or rel.startswith(layer + "/"):
+            return layer
+    return None
+
+
+def sources(root):
+    for layer in LAYERS:
+        for d, _, files in os.walk(os.path.join(root, layer)):
+            for f in files:
+                if f.endswith((".c", ".h", ".def")):
+                    yield os.path.relpath(os.path.join(d, f), root)
+
+
+def resolve(root, rel, name, by_base):
+    here = os.path.normpath(os.path.join(os.path.dirname(rel), name))
+    if os.path.exists(os.path.join(root, here)):
+        return here
+    # Found through an include directory: the one file of that name, else ambiguous.
+    hits = by_base.get(os.path.basename(name), [])
+    return hits[0] if len(hits) == 1 else None
+
+
+def cycles(graph):
+    """Strongly connected components of more than one node (Tarjan, iterative)."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = n[0]
+        n[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = n[0]
+                    n[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def check_includes(root):
+    errors, header_graph = [], {}
+    files = list(sources(root))
+    by_base = {}
+    for rel in files:
+        by_base.setdefault(os.path.basename(rel), []).append(rel)
+    for rel in files:
+        text = open(os.path.join(root, rel), encoding="utf-8", errors="replace").read()
+        layer = layer_of(rel)
+        for name in INCLUDE.findall(text):
+            target = resolve(root, rel, name, by_base)
+            if target is None:
+                continue  # a system or generated header
+            allowed = LAYERS[layer]
+            if layer_of(target) not in allowed and target not in allowed:
+                errors.append("%s includes %s: %s may not use %s" %
+                              (rel, target, layer, layer_of(target) or "it"))
+            if rel.endswith(".h") and target.endswith(".h"):
+                header_graph.setdefault(rel, set()).add(target)
+    for comp in cycles(header_graph):
+        errors.append("headers include each other: " + " -> ".join(comp))
+    return errors
+
+
+def object_calls(objdir):
+    """file -> the files of the same library whose functions or data it uses."""
+    defined, used = {}, {}
+    for f in sorted(os.listdir(objdir)):
+        if not f.endswith(".o"):
+            continue
+        unit = f.split(".")[0]
+        out = subprocess.run(["nm", os.path.join(objdir, f)], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDBRVW":
+                defined[parts[2]] = unit
+            elif len(parts) == 2 and parts[0] in ("U", "w"):
+                used.setdefault(unit, set()).add(parts[1])
+    return {u: {defined[s] for s in syms if s in defined and defined[s] != u}
+            for u, syms in used.items()}
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    errors = check_includes(sys.argv[1])
+    for objdir in sys.argv[2:]:
+        if not os.path.isdir(objdir):
+            errors.append("no object directory %s" % objdir)
+            continue
+        for comp in cycles(object_calls(objdir)):
+            errors.append("%s: files call each other: %s" %
+                          (os.path.basename(objdir), " -> ".join(comp)))
+    for e in errors:
+        print(e)
+    print("layers: %s" % ("%d breaches" % len(errors) if errors else "ok"))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
