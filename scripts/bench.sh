@@ -277,52 +277,71 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                 pair_total[cub.$api]=$(( (t[1] - t[0]) / 20000 ))
             done
         fi
+        # Does a thread add work to another's pairs? The static build's instructions per pair
+        # with 1, 2, 4 and 8 threads (40,000 and 80,000 pairs in all): flat when nothing is
+        # shared, whatever the timings below say on 2 CPUs.
+        for api in plain async; do
+            for threads in 1 2 4 8; do
+                t=()
+                for n in 40000 80000; do
+                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" valgrind --tool=callgrind
+                         --callgrind-out-file="$tmp/pairs.cg" "$pairs_dir/bench-pairs-static"
+                         --api "$api" --threads "$threads" --pairs $((n / threads)))
+                    commands+=("${cmd[*]}")
+                    "${cmd[@]}" >/dev/null 2>"$tmp/pairs.err"
+                    t+=("$($cgobj "$tmp/pairs.cg" --total)")
+                done
+                pair_total[thr.$api.$threads]=$(( (t[1] - t[0]) / 40000 ))
+            done
+        done
     fi
     # Pairs per second: the static build through the shim with 1..8 threads, best of 5 (one
     # bad moment of a shared CPU moves a single run by half, and 2, 4 and 8 threads on 2 CPUs
-    # differ by less than a run's noise), and the plain runtime (no shim) with one, for the
-    # ratio.
-    # CUB's CachingDeviceAllocator, the same loops without the shim, for the ratio.
+    # differ by less than a run's noise), the driver-API build (the same library with no
+    # NVIDIA runtime in between) and CUB's CachingDeviceAllocator without the shim, for the
+    # ratio. The five rounds are interleaved: each round runs every thread count once, so
+    # that a slow stretch of the shared machine falls on all of them rather than on one.
+    pair_cmd() {  # who api threads -> the command in the array pc
+        local total=40000000
+        case $1 in
+        cache) pc=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static") ;;
+        driver) pc=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-driver") ;;
+        # CUB's runs, twenty times slower, get a twentieth of the pairs.
+        cub) pc=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-cub") total=2000000 ;;
+        esac
+        # A run lasts about a second: with a tenth of that, how the scheduler split 4 or 8
+        # threads over 2 CPUs at its end decided the figure.
+        pc+=(--api "$2" --threads "$3" --pairs $((total / $3)))
+    }
+    whos=(cache driver)
+    [ -x "$pairs_dir/bench-pairs-cub" ] && whos+=(cub)
     for api in plain async; do
         for threads in 1 2 4 8; do
-            # The driver-API build too: the same library with no NVIDIA runtime in between.
-            for who in cache driver cub; do
-                if [ "$who" = cache ]; then
-                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-static")
-                elif [ "$who" = driver ]; then
-                    cmd=("${shim_env[@]}" LD_PRELOAD="$shim" "$pairs_dir/bench-pairs-driver")
-                elif [ -x "$pairs_dir/bench-pairs-cub" ]; then
-                    cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-cub")
-                else
-                    continue
-                fi
-                # The cache's runs last about a second (a run of a tenth of one is decided
-                # by how the scheduler splits 4 or 8 threads over 2 CPUs at its end); CUB's,
-                # twenty times slower, a twentieth of the pairs.
-                total=40000000
-                [ "$who" = cub ] && total=2000000
-                cmd+=(--api "$api" --threads "$threads" --pairs $((total / threads)))
-                commands+=("${cmd[*]}  (best of 5)")
-                best=0
-                failed=0
-                for _ in 1 2 3 4 5; do
-                    # CUB fails some calls with 8 threads: it records a block's event after
-                    # giving its mutex back, and another thread may have destroyed it.
-                    "${cmd[@]}" >"$tmp/pairs.out" || [ "$who" = cub ]
-                    f=$(val failures "$tmp/pairs.out"); failed=$((failed + ${f:-1}))
-                    best=$(awk -v a="$best" -v b="$(val pairs_per_s "$tmp/pairs.out")" \
-                           'BEGIN { print (b + 0 > a + 0) ? b : a }')
-                done
-                if [ "$who" = cache ]; then
-                    pair_rate[$api.$threads]=$best
-                elif [ "$who" = driver ]; then
-                    pair_rate[$api.drv.$threads]=$best
-                else
-                    pair_rate[$api.cub.$threads]=$best
-                    pair_fail[$api.cub.$threads]=$failed
-                fi
+            for who in "${whos[@]}"; do
+                pair_cmd "$who" "$api" "$threads"
+                commands+=("${pc[*]}  (best of 5, rounds interleaved)")
+                pair_rate[$who.$api.$threads]=0
+                pair_fail[$who.$api.$threads]=0
             done
         done
+    done
+    for _ in 1 2 3 4 5; do
+        for api in plain async; do
+            for threads in 1 2 4 8; do
+                for who in "${whos[@]}"; do
+                    pair_cmd "$who" "$api" "$threads"
+                    # CUB fails some calls with 8 threads: it records a block's event after
+                    # giving its mutex back, and another thread may have destroyed it.
+                    "${pc[@]}" >"$tmp/pairs.out" || [ "$who" = cub ]
+                    f=$(val failures "$tmp/pairs.out")
+                    pair_fail[$who.$api.$threads]=$((pair_fail[$who.$api.$threads] + ${f:-1}))
+                    pair_rate[$who.$api.$threads]=$(awk -v a="${pair_rate[$who.$api.$threads]}" \
+                        -v b="$(val pairs_per_s "$tmp/pairs.out")" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+                done
+            done
+        done
+    done
+    for api in plain async; do
         cmd=(env -u LD_PRELOAD "${pair_vars[@]}" "$pairs_dir/bench-pairs-static" --api "$api" --pairs 2000)
         commands+=("${cmd[*]}")
         "${cmd[@]}" >"$tmp/pairs.out"
@@ -335,43 +354,59 @@ pairs_report() {
     echo "The pair through the shim: cache hits of 1 MiB, NVIDIA's runtime (or the driver API),"
     echo "the shim and the arena, on the simulated driver. Instructions per pair (callgrind, 20,000"
     echo "and 40,000 pairs), in total and inside libcachealloc.so; targets: 150 plain, 200 async."
-    printf '  %-22s %14s %18s\n' "build, API" "total/pair" "libcachealloc/pair"
+    echo "CUB's CachingDeviceAllocator runs the static build's loops without the shim; x static:"
+    echo "its total over the static build's under the cache. (The plain runtime's pairs reach the"
+    echo "simulated driver, whose cost model spins for time: counted in pairs per second below.)"
+    printf '  %-27s %10s %18s %9s\n' "build, API" "total/pair" "libcachealloc/pair" "x static"
     for kind in static shared driver; do
         for api in plain async; do
-            printf '  %-22s %14s %18s\n' "$kind, $api" "${pair_total[$kind.$api]:--}" \
-                "${pair_shim[$kind.$api]:--}"
+            printf '  %-27s %10s %18s %9s\n' "$kind, $api" "${pair_total[$kind.$api]:--}" \
+                "${pair_shim[$kind.$api]:--}" "-"
         done
     done
     for api in plain async; do
-        [ -n "${pair_total[cub.$api]:-}" ] &&
-            printf '  %-22s %14s %18s\n' "CUB (no shim), $api" "${pair_total[cub.$api]}" "-"
+        [ -n "${pair_total[cub.$api]:-}" ] || continue
+        printf '  %-27s %10s %18s %9s\n' "CUB (no shim), $api" "${pair_total[cub.$api]}" "-" \
+            "$(awk -v a="${pair_total[cub.$api]}" -v b="${pair_total[static.$api]:-0}" \
+               'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }')"
     done
+    if [ -n "${pair_total[thr.plain.1]:-}" ]; then
+        echo "Instructions per pair in total by thread count, static build (40,000 and 80,000 pairs"
+        echo "in all): what one thread's pairs cost the others, whatever the timings on 2 CPUs."
+        for api in plain async; do
+            line="  $api:"
+            for threads in 1 2 4 8; do
+                line+=" $threads thr ${pair_total[thr.$api.$threads]}"
+            done
+            echo "$line"
+        done
+    fi
     echo "Pairs per second, static build through the shim (each thread on its own non-blocking"
     echo "stream for the async API, the default stream for the plain one); ratio to one thread;"
     echo "the same through the driver-API build (the library with no NVIDIA runtime in between);"
     echo "the plain runtime without the shim, one thread, and CUB's CachingDeviceAllocator without"
     echo "the shim (cache: the cache's pairs per second over CUB's), for comparison."
     for api in plain async; do
-        one=${pair_rate[$api.1]}
+        one=${pair_rate[cache.$api.1]}
         line="  $api:"
         for threads in 1 2 4 8; do
-            r=${pair_rate[$api.$threads]}
+            r=${pair_rate[cache.$api.$threads]}
             line+=" $threads thr $r/s ($(awk -v r="$r" -v o="$one" 'BEGIN { printf "%.2fx", r / o }'))"
         done
         echo "$line; plain runtime ${pair_rate[$api.plainrt]}/s" \
             "($(awk -v r="$one" -v p="${pair_rate[$api.plainrt]}" 'BEGIN { printf "%.0fx", r / p }') faster under the cache)"
         line="  $api, driver-API build:"
         for threads in 1 2 4 8; do
-            r=${pair_rate[$api.drv.$threads]}
-            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="${pair_rate[$api.drv.1]}" 'BEGIN { printf "%.2fx", r / o }'))"
+            r=${pair_rate[driver.$api.$threads]}
+            line+=" $threads thr $r/s ($(awk -v r="$r" -v o="${pair_rate[driver.$api.1]}" 'BEGIN { printf "%.2fx", r / o }'))"
         done
         echo "$line"
-        if [ -n "${pair_rate[$api.cub.1]:-}" ]; then
+        if [ -n "${pair_rate[cub.$api.1]:-}" ]; then
             line="  $api, CUB:"
             for threads in 1 2 4 8; do
-                r=${pair_rate[$api.cub.$threads]}
-                line+=" $threads thr $r/s (cache $(awk -v c="${pair_rate[$api.$threads]}" -v r="$r" 'BEGIN { printf "%.2fx", c / r }')"
-                [ "${pair_fail[$api.cub.$threads]}" = 0 ] || line+=", ${pair_fail[$api.cub.$threads]} calls failed"
+                r=${pair_rate[cub.$api.$threads]}
+                line+=" $threads thr $r/s (cache $(awk -v c="${pair_rate[cache.$api.$threads]}" -v r="$r" 'BEGIN { printf "%.2fx", c / r }')"
+                [ "${pair_fail[cub.$api.$threads]}" = 0 ] || line+=", ${pair_fail[cub.$api.$threads]} calls failed"
                 line+=")"
             done
             echo "$line"
