@@ -14,19 +14,8 @@ pthread_cond_t sd_cv = PTHREAD_COND_INITIALIZER;
 struct sd_device sd_dev[SD_MAX_DEVICES];
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static const char *flavor = "cuda";
 static __thread int cur_dev;
 static __thread int last_err;
-
-void sd_set_flavor(const char *name)
-{
-    flavor = name;
-}
-
-const char *sd_flavor(void)
-{
-    return flavor;
-}
 
 static void init_all(void)
 {

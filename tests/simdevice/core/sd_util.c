@@ -1,4 +1,5 @@
-/* sd_util.c: time, the busy-wait that models driver cost, verbose logging, handle sets. */
+/* sd_util.c: time, the busy-wait that models driver cost, verbose logging (with the runtime's
+ * name), handle sets. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,18 @@ void sd_spin_us(double us)
     }
 }
 
+static const char *flavor = "cuda";
+
+void sd_set_flavor(const char *name)
+{
+    flavor = name;
+}
+
+const char *sd_flavor(void)
+{
+    return flavor;
+}
+
 void sd_log(const char *fmt, ...)
 {
     sd_config_init();
@@ -33,7 +46,7 @@ void sd_log(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "simdevice[%s]: %s\n", sd_flavor(), buf);
+    fprintf(stderr, "simdevice[%s]: %s\n", flavor, buf);
 }
 
 /* Open addressing with linear probing; 0 marks an empty slot, 1 a deleted one (handles are
