@@ -1,5 +1,5 @@
-/* sd_device.c: devices, the calling thread's current device and last error, the sticky fault,
- * device synchronization and reset, and the counters (also written at exit). */
+/* sd_device.c: devices, the calling thread's current device, owner and last error, the sticky
+ * fault, device synchronization and reset, and the counters (also written at exit). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,9 @@ struct sd_device sd_dev[SD_MAX_DEVICES];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static __thread int cur_dev;
 static __thread int last_err;
+/* The driver context the thread's new allocations and streams are tagged with: thread state like
+ * the current device, and read by the address space, which must not call up into sd_owner.c. */
+static __thread void *cur_owner;
 
 static void init_all(void)
 {
@@ -34,6 +37,16 @@ void sd_init(void)
 struct sd_device *sd_cur(void)
 {
     return &sd_dev[cur_dev];
+}
+
+void sd_set_owner(void *owner)
+{
+    cur_owner = owner;
+}
+
+void *sd_owner_get(void)
+{
+    return cur_owner;
 }
 
 int sd_device_count(int *n)

@@ -1,19 +1,8 @@
-/* sd_owner.c: what a driver context owns, and where an allocation begins. The driver front tags allocations and streams with
- * the thread's current context so that destroying or resetting a context frees exactly its own
- * memory, as a GPU driver does, and never another context's on the same device. */
+/* sd_owner.c: what a driver context owns, and where an allocation begins. The driver front tags
+ * allocations and streams with the thread's current context (sd_set_owner) so that destroying or
+ * resetting a context frees exactly its own memory, as a GPU driver does, and never another
+ * context's on the same device. */
 #include "sd_internal.h"
-
-static __thread void *cur_owner;
-
-void sd_set_owner(void *owner)
-{
-    cur_owner = owner;
-}
-
-void *sd_owner_get(void)
-{
-    return cur_owner;
-}
 
 int sd_owner_release(int dev, void *owner, int clear_fault)
 {
