@@ -1,5 +1,7 @@
-/* sd_device.c: devices, the calling thread's current device, owner and last error, the sticky
- * fault, device synchronization and reset, and the counters (also written at exit). */
+/* sd_device.c: devices and the lock that guards them, the calling thread's current device, owner
+ * and last error, the sticky fault, and the counters (also written at exit). Every other file
+ * uses these, so nothing here calls up: synchronizing and resetting a device, which reach into
+ * every subsystem, are in sd_device_ops.c. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +9,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "sd_capture.h"
+#include "sd_internal.h"
 
 pthread_mutex_t sd_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sd_cv = PTHREAD_COND_INITIALIZER;
@@ -134,67 +136,6 @@ int sd_last_error(int clear)
     if (clear)
         last_err = 0;
     return sticky ? sticky : e;
-}
-
-int sd_device_sync(void)
-{
-    int rc = sd_check_current();
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&sd_lock);
-    struct sd_device *d = sd_cur();
-    if ((rc = sd_capture_device_sync(d)) != SD_OK) {
-        pthread_mutex_unlock(&sd_lock);
-        return rc;
-    }
-    d->c.device_syncs++;
-    sd_wait_device(d);
-    sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
-    rc = d->sticky;
-    pthread_mutex_unlock(&sd_lock);
-    sd_inject_sync_delay();
-    return rc;
-}
-
-int sd_device_reset(void)
-{
-    sd_init();
-    if (sd_cfg.devices == 0)
-        return SD_ENODEV;
-    pthread_mutex_lock(&sd_lock);
-    struct sd_device *d = sd_cur();
-    /* Every stream drains and exits: user handles die, default streams are recreated lazily. */
-    if (d->legacy) {
-        sd_stream_close(d->legacy);
-        d->legacy = NULL;
-    }
-    for (size_t i = 0; i < sd_streams_set.cap; i++) {
-        struct sd_stream *s = (struct sd_stream *)sd_streams_set.v[i];
-        if ((uintptr_t)s > 1 && s->dev == d) {
-            sd_set_del(&sd_streams_set, s);
-            sd_stream_close(s);
-        }
-    }
-    for (struct sd_stream *s = d->streams; s; s = s->next)
-        if (s->kind == SK_PERTHREAD && !s->closing) {
-            s->closing = true; /* its owner thread sees the new generation and forgets it */
-            s->refs--;         /* the owner's reference; the worker still holds one */
-            pthread_cond_signal(&s->work);
-        }
-    d->gen++;
-    while (d->streams)
-        pthread_cond_wait(&sd_cv, &sd_lock);
-    sd_events_drop_device(d);
-    if (d->base) {
-        while (d->allocs.n)
-            sd_dev_release(d, d->allocs.v[d->allocs.n - 1].addr);
-        d->cursor = d->base;
-    }
-    sd_vmm_drop_device(d);
-    sd_pool_drop_device(d);
-    d->sticky = 0;
-    pthread_mutex_unlock(&sd_lock);
-    return SD_OK;
 }
 
 int sd_launch_refused(const char *what)
