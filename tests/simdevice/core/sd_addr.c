@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "sd_capture.h"
+#include "sd_internal.h"
 #include "sd_sorted.h"
 
 static size_t page_size(void)
@@ -160,6 +160,16 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
     return SD_OK;
 }
 
+/* Here rather than in sd_ipc.c: releasing any allocation may need it, and the IPC calls sit
+ * above the address space. */
+void sd_ipc_unback(uintptr_t addr, size_t span, int ipc, int fd)
+{
+    mmap((void *)addr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+         -1, 0);
+    if (ipc == SD_IPC_EXPORTED)
+        close(fd);
+}
+
 void sd_dev_release(struct sd_device *d, uintptr_t addr)
 {
     struct sd_alloc *a = sd_table_find_start(&d->allocs, addr);
@@ -187,11 +197,19 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
         sd_pool_returned(pool, rsize);
 }
 
+/* Why graph memory a refuses an access now, or NULL: it is accessible only between a launch's
+ * allocation and free nodes, which set `mapped` (sd_graph_mem.c). */
+static const char *gmem_refusal(const struct sd_alloc *a)
+{
+    return a->graph && !a->mapped ? "graph memory outside a launch's allocation and free"
+                                  : NULL;
+}
+
 bool sd_dev_check_access(struct sd_device *d, struct sd_device *owner, const char *what,
                          uintptr_t p, size_t n, bool write)
 {
     struct sd_alloc *a = sd_table_find_containing(&owner->allocs, p);
-    const char *graph_no = a ? sd_gmem_refusal(a) : NULL;
+    const char *graph_no = a ? gmem_refusal(a) : NULL;
     if (a && !graph_no && n <= a->size - (p - a->addr))
         return true;
     char why[160];

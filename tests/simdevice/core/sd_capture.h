@@ -127,7 +127,5 @@ void sd_gmem_launched(const struct sd_op *op);
  * a node for it; the last drop releases the reservation. */
 void sd_gmem_ref(uint64_t id);
 void sd_gmem_unref(uint64_t id);
-/* Why graph memory a refuses an access now, or NULL. */
-const char *sd_gmem_refusal(const struct sd_alloc *a);
 
 #endif

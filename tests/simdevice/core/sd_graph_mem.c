@@ -156,9 +156,3 @@ void sd_gmem_unref(uint64_t id)
         sd_dev_release(&sd_dev[g->dev], g->addr);
     *g = tab[--ntab];
 }
-
-const char *sd_gmem_refusal(const struct sd_alloc *a)
-{
-    return a->graph && !a->mapped ? "graph memory outside a launch's allocation and free"
-                                  : NULL;
-}

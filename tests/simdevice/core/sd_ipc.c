@@ -244,11 +244,3 @@ int sd_ipc_close(const void *p, int inside)
     sd_log("ipc close(%p) -> %d", p, rc);
     return rc;
 }
-
-void sd_ipc_unback(uintptr_t addr, size_t span, int ipc, int fd)
-{
-    mmap((void *)addr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-         -1, 0);
-    if (ipc == SD_IPC_EXPORTED)
-        close(fd);
-}
