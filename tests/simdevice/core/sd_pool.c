@@ -2,25 +2,13 @@
  * pool and a current one; programs may create more. A pool counts the bytes handed out (used)
  * and the bytes freed to it but not given back (kept): kept bytes stay reserved on the device
  * (they count in its used capacity) until a trim, or a synchronization finds the pool holding
- * more than its release threshold, as CUDA documents the real pool. */
+ * more than its release threshold, as CUDA documents the real pool. Allocating from a pool is
+ * in sd_pool_alloc.c. */
 #include <stdlib.h>
 
-#include "sd_internal.h"
+#include "sd_pool.h"
 
 #define POOL_MAGIC 0x506f6f6cu
-
-struct sd_pool {
-    uint32_t magic;
-    struct sd_device *dev;
-    bool destroyed;          /* gone for the program; lives on while allocations are out */
-    size_t max_size;         /* 0: no limit */
-    uint64_t threshold;      /* release threshold */
-    int reuse[3];            /* the three reuse policies: stored and reported only */
-    size_t used, kept;       /* 512-rounded bytes handed out, and freed but still held */
-    size_t used_high, reserved_high;
-    unsigned char access[SD_MAX_DEVICES]; /* peers' access flags; the owner's is implied */
-    struct sd_pool *next;    /* created pools, newest first */
-};
 
 static struct sd_pool defaults[SD_MAX_DEVICES];
 static struct sd_pool *current[SD_MAX_DEVICES];
@@ -50,13 +38,12 @@ static struct sd_pool *default_of(struct sd_device *d)
     return p;
 }
 
-static struct sd_pool *current_of(struct sd_device *d)
+struct sd_pool *sd_pool_current_of(struct sd_device *d)
 {
     return current[d->id] ? current[d->id] : default_of(d);
 }
 
-/* The live pool a program's handle names, or NULL. Under sd_lock. */
-static struct sd_pool *lookup(const void *handle)
+struct sd_pool *sd_pool_lookup(const void *handle)
 {
     const struct sd_pool *h = handle;
     if (h >= defaults && h < defaults + sd_cfg.devices)
@@ -67,8 +54,7 @@ static struct sd_pool *lookup(const void *handle)
     return NULL;
 }
 
-/* Moves `n` kept bytes of p back to its device's free capacity. */
-static void give_back(struct sd_pool *p, size_t n)
+void sd_pool_give_back(struct sd_pool *p, size_t n)
 {
     p->kept -= n;
     p->dev->used -= n;
@@ -80,39 +66,7 @@ static void trim_to(struct sd_pool *p, uint64_t reserve)
 {
     size_t keep = reserve > p->used ? (size_t)(reserve - p->used) : 0;
     if (p->kept > keep)
-        give_back(p, p->kept - keep);
-}
-
-int sd_pool_alloc(struct sd_pool *p, struct sd_device *d, size_t n, void **out)
-{
-    if (!p)
-        p = current_of(d);
-    d = p->dev;
-    size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
-    if (p->max_size && p->used + rsize > p->max_size) {
-        d->c.oom++;
-        return SD_ENOMEM;
-    }
-    if (sd_inject_alloc(d))
-        return SD_ENOMEM;
-    /* Kept bytes serve the request first: they are already the pool's. */
-    size_t take = p->kept < rsize ? p->kept : rsize;
-    give_back(p, take);
-    int rc = sd_dev_alloc(d, n, true, out);
-    if (rc) {
-        p->kept += take;
-        d->used += take;
-        d->c.reserved_bytes = d->used;
-        return rc;
-    }
-    struct sd_alloc *a = sd_table_find_start(&d->allocs, (uintptr_t)*out);
-    a->pool = p;
-    p->used += rsize;
-    if (p->used > p->used_high)
-        p->used_high = p->used;
-    if (p->used + p->kept > p->reserved_high)
-        p->reserved_high = p->used + p->kept;
-    return SD_OK;
+        sd_pool_give_back(p, p->kept - keep);
 }
 
 void sd_pool_returned(struct sd_pool *p, size_t rsize)
@@ -169,7 +123,7 @@ int sd_pool_destroy(void *pool)
 {
     sd_init();
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     int rc = SD_EINVAL;
     if (p && p != &defaults[p->dev->id]) {
         for (struct sd_pool **pp = &created; *pp; pp = &(*pp)->next)
@@ -197,7 +151,7 @@ static int put_pool(int dev, void **out, bool cur)
     if (rc)
         return rc;
     pthread_mutex_lock(&sd_lock);
-    *out = cur ? current_of(&sd_dev[dev]) : default_of(&sd_dev[dev]);
+    *out = cur ? sd_pool_current_of(&sd_dev[dev]) : default_of(&sd_dev[dev]);
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;
 }
@@ -218,7 +172,7 @@ int sd_pool_set_current(int dev, void *pool)
     if (dev < 0 || dev >= sd_cfg.devices)
         return SD_EDEVICE;
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     /* The pool must be local to the device. */
     int rc = p && p->dev->id == dev ? SD_OK : SD_EINVAL;
     if (!rc)
@@ -227,31 +181,11 @@ int sd_pool_set_current(int dev, void *pool)
     return rc;
 }
 
-int sd_malloc_from_pool(void **out, size_t n, void *pool, void *stream, int ptsz)
-{
-    int rc = sd_check_current();
-    if (rc)
-        return rc;
-    if (!out || !n)
-        return SD_EINVAL;
-    sd_spin_us(sd_cfg.async_us);
-    pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
-    struct sd_stream *s;
-    rc = p ? sd_resolve_stream(stream, ptsz, &s) : SD_EINVAL;
-    if (!rc)
-        rc = sd_pool_alloc(p, p->dev, n, out);
-    if (!rc)
-        p->dev->c.malloc_async_calls++;
-    pthread_mutex_unlock(&sd_lock);
-    return rc;
-}
-
 int sd_pool_trim(void *pool, size_t keep)
 {
     sd_init();
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     if (p)
         trim_to(p, keep);
     pthread_mutex_unlock(&sd_lock);
@@ -311,7 +245,7 @@ int sd_pool_attr(void *pool, int attr, void *value, int set)
     if (!value)
         return SD_EINVAL;
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     int rc = !p ? SD_EINVAL : set ? set_attr(p, attr, value) : get_attr(p, attr, value);
     pthread_mutex_unlock(&sd_lock);
     return rc;
@@ -323,7 +257,7 @@ int sd_pool_set_access(void *pool, const struct sd_vmm_access *d, size_t n)
     if (!d && n)
         return SD_EINVAL;
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     int rc = p ? SD_OK : SD_EINVAL;
     /* All descriptors are checked before any applies: a bad one changes nothing. */
     for (size_t i = 0; !rc && i < n; i++) {
@@ -345,7 +279,7 @@ int sd_pool_get_access(int *flags, void *pool, int loc_type, int loc_id)
     if (!flags || loc_type != 1 || loc_id < 0 || loc_id >= sd_cfg.devices)
         return SD_EINVAL;
     pthread_mutex_lock(&sd_lock);
-    struct sd_pool *p = lookup(pool);
+    struct sd_pool *p = sd_pool_lookup(pool);
     if (p)
         *flags = loc_id == p->dev->id ? ACCESS_RW : p->access[loc_id];
     pthread_mutex_unlock(&sd_lock);
