@@ -111,8 +111,9 @@ void sd_graph_free(struct sd_graph *g);
 /* Registers a graph handle for the program (sd_graph.c). */
 int sd_graph_publish(struct sd_graph *g);
 
-/* Graph memory (sd_graph_mem.c): an allocation node's memory is reserved at capture, for the
- * graph's life, and accessible only between its allocation and its free in stream order. */
+/* Graph memory (sd_graph_mem.c, and its records from sd_gmem_execute on in sd_graph_mem_table.c):
+ * an allocation node's memory is reserved at capture, for the graph's life, and accessible only
+ * between its allocation and its free in stream order. */
 /* Records an allocation node on capturing stream s: *p gets the reserved address. */
 int sd_gmem_capture_alloc(struct sd_stream *s, size_t n, void **p);
 /* Records a free node of graph memory a (on owner) on capturing stream s. */
