@@ -94,13 +94,13 @@ int sd_capture_event_use(struct sd_event *e);
 /* Wait of stream s for e: the capture rules of joining, merging and isolation. *handled when
  * the wait was settled here (nothing to queue). */
 int sd_capture_wait_event(struct sd_stream *s, struct sd_event *e, bool *handled);
-/* Forgets an event's capture record. */
-void sd_capmark_free(struct sd_capmark *m);
 
 /* Node sets (sd_capture_nodes.c). */
 int sd_nodeset_add(struct sd_nodeset *set, struct sd_gnode *n);
 int sd_nodeset_copy(struct sd_nodeset *dst, const struct sd_nodeset *src);
 void sd_nodeset_free(struct sd_nodeset *set);
+/* Forgets an event's capture record. */
+void sd_capmark_free(struct sd_capmark *m);
 /* Whether every node of `of` is one of `from` or an ancestor of one (in graph g). */
 bool sd_nodeset_reaches(const struct sd_graph *g, const struct sd_nodeset *from,
                         const struct sd_nodeset *of);

@@ -6,14 +6,6 @@
 
 #include "sd_capture.h"
 
-void sd_capmark_free(struct sd_capmark *m)
-{
-    if (!m)
-        return;
-    sd_nodeset_free(&m->deps);
-    free(m);
-}
-
 int sd_capture_record(struct sd_event *e, struct sd_stream *s, bool *taken)
 {
     *taken = false;

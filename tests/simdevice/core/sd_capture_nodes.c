@@ -67,6 +67,14 @@ bool sd_nodeset_reaches(const struct sd_graph *g, const struct sd_nodeset *from,
     return ok;
 }
 
+void sd_capmark_free(struct sd_capmark *m)
+{
+    if (!m)
+        return;
+    sd_nodeset_free(&m->deps);
+    free(m);
+}
+
 struct sd_graph *sd_graph_new(void)
 {
     struct sd_graph *g = calloc(1, sizeof *g);

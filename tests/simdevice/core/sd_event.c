@@ -4,16 +4,6 @@
 
 #include "sd_capture.h"
 
-void sd_event_unref(struct sd_event *e)
-{
-    if (--e->refs == 0) {
-        sd_capmark_free(e->capmark);
-        if (e->s)
-            sd_stream_unref(e->s);
-        free(e);
-    }
-}
-
 static void unlink_event(struct sd_event *e)
 {
     if (e->prev)

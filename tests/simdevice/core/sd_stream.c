@@ -48,6 +48,18 @@ void sd_stream_unref(struct sd_stream *s)
     }
 }
 
+/* Here, not in sd_event.c: a queued record holds its event and a recorded event its stream, so
+ * the two releases call each other; and the workers, below the event calls, drop records. */
+void sd_event_unref(struct sd_event *e)
+{
+    if (--e->refs == 0) {
+        sd_capmark_free(e->capmark);
+        if (e->s)
+            sd_stream_unref(e->s);
+        free(e);
+    }
+}
+
 static struct sd_stream *stream_object(void)
 {
     struct sd_stream *s = recycled;
