@@ -1,6 +1,7 @@
 /* sd_stream.c: streams as worker threads with FIFO queues. Every op carries the (stream, seq)
  * pairs it must wait for; legacy default-stream semantics are those dependencies, added at
- * enqueue time. */
+ * enqueue time. What a program's handle names, and the entry points above the queues, are in
+ * sd_stream_handle.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,31 +9,6 @@
 #include "sd_capture.h"
 
 struct sd_set sd_streams_set, sd_events_set;
-
-/* Per host thread: its per-thread default stream on each device, tagged with the device's
- * reset generation so a reset makes it stale. */
-struct pt_slot {
-    struct sd_stream *s;
-    uint64_t gen;
-};
-static pthread_key_t pt_key;
-static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
-
-static void pt_release(void *v)
-{
-    struct pt_slot *slots = v;
-    pthread_mutex_lock(&sd_lock);
-    for (int i = 0; i < SD_MAX_DEVICES; i++)
-        if (slots[i].s && slots[i].gen == sd_dev[i].gen)
-            sd_stream_close(slots[i].s);
-    pthread_mutex_unlock(&sd_lock);
-    free(slots);
-}
-
-static void pt_init(void)
-{
-    pthread_key_create(&pt_key, pt_release);
-}
 
 /* Objects of streams that are gone, reused last-gone first: as with the real driver, a new
  * stream may get the handle of one destroyed before it, which a cache keyed by handles must
@@ -157,107 +133,12 @@ int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags,
     return SD_OK;
 }
 
-void sd_stream_close(struct sd_stream *s)
-{
-    if (s->capture)
-        sd_capture_stream_gone(s);
-    s->closing = true;
-    pthread_cond_signal(&s->work);
-    sd_stream_unref(s);
-}
-
-int sd_resolve_stream(void *handle, int ptsz, struct sd_stream **out)
-{
-    uintptr_t h = (uintptr_t)handle;
-    struct sd_device *d = sd_cur();
-    if (h == 0)
-        h = ptsz ? 2 : 1;
-    if (h == 1) {
-        if (!d->legacy) {
-            int rc = sd_stream_new(d, SK_LEGACY, 0, 0, &d->legacy);
-            if (rc)
-                return rc;
-        }
-        *out = d->legacy;
-        return SD_OK;
-    }
-    if (h == 2) {
-        pthread_once(&pt_once, pt_init);
-        struct pt_slot *slots = pthread_getspecific(pt_key);
-        if (!slots) {
-            slots = calloc(SD_MAX_DEVICES, sizeof *slots);
-            if (!slots)
-                return SD_ENOMEM;
-            pthread_setspecific(pt_key, slots);
-        }
-        struct pt_slot *sl = &slots[d->id];
-        if (!sl->s || sl->gen != d->gen) {
-            int rc = sd_stream_new(d, SK_PERTHREAD, 0, 0, &sl->s);
-            if (rc) {
-                sl->s = NULL;
-                return rc;
-            }
-            sl->gen = d->gen;
-        }
-        *out = sl->s;
-        return SD_OK;
-    }
-    if (!sd_set_has(&sd_streams_set, handle))
-        return SD_EHANDLE;
-    *out = handle;
-    return SD_OK;
-}
-
 struct sd_op *sd_op_new(enum sd_op_kind kind)
 {
     struct sd_op *op = calloc(1, sizeof *op);
     if (op)
         op->kind = kind;
     return op;
-}
-
-int sd_resolve_live(void *handle, int ptsz, struct sd_stream **out)
-{
-    int rc = sd_resolve_stream(handle, ptsz, out);
-    return rc ? rc : (*out)->dev->sticky;
-}
-
-int sd_op_prepare(void *handle, int ptsz, enum sd_op_kind kind, struct sd_stream **s,
-                  struct sd_op **op)
-{
-    *op = NULL;
-    int rc = sd_resolve_live(handle, ptsz, s);
-    if (!rc && !(*op = sd_op_new(kind)))
-        rc = SD_ENOMEM;
-    return rc;
-}
-
-int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_stream **sout,
-              uint64_t *seq)
-{
-    struct sd_stream *s;
-    struct sd_op *op;
-    int rc = sd_op_prepare(handle, ptsz, proto->kind, &s, &op);
-    if (rc)
-        return rc;
-    op->u = proto->u;
-    bool taken;
-    rc = sd_capture_take(s, op, &taken);
-    if (rc || taken) { /* recorded into a capture (or refused): nothing is queued */
-        if (!taken)
-            free(op);
-        if (sout)
-            *sout = s;
-        if (seq)
-            *seq = 0;
-        return rc;
-    }
-    uint64_t q = sd_enqueue(s, op, NULL);
-    if (sout)
-        *sout = s;
-    if (seq)
-        *seq = q;
-    return SD_OK;
 }
 
 static bool pending(const struct sd_stream *s)
