@@ -2,14 +2,13 @@
  * forbid calls while one is under way: a capture begins on a stream and is ended there, by the
  * same thread unless it was begun relaxed; work given to a capturing stream becomes nodes of its
  * graph; and what would have to wait for captured work, which never runs, fails and invalidates
- * the capture (cuThreadExchangeStreamCaptureMode and cuStreamIsCapturing in cuda.h). */
+ * the capture (cuThreadExchangeStreamCaptureMode and cuStreamIsCapturing in cuda.h). The calls
+ * that begin and end a capture and report on it are in sd_capture_api.c. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "sd_capture.h"
 
 struct sd_capture *sd_captures;
-static uint64_t last_id;
 /* The calling thread's interaction mode (cuThreadExchangeStreamCaptureMode); global by default. */
 static __thread int thread_mode = SD_CAPTURE_GLOBAL;
 
@@ -28,7 +27,7 @@ void sd_capture_invalidate(struct sd_capture *c)
     c->invalid = true;
 }
 
-static bool begun_here(const struct sd_capture *c)
+bool sd_capture_begun_here(const struct sd_capture *c)
 {
     return pthread_equal(c->thread, pthread_self()) != 0;
 }
@@ -39,7 +38,7 @@ static bool forbids(const struct sd_capture *c)
 {
     if (thread_mode == SD_CAPTURE_RELAXED)
         return false;
-    if (begun_here(c))
+    if (sd_capture_begun_here(c))
         return c->mode != SD_CAPTURE_RELAXED;
     return thread_mode == SD_CAPTURE_GLOBAL && c->mode == SD_CAPTURE_GLOBAL;
 }
@@ -77,8 +76,7 @@ int sd_capture_device_sync(struct sd_device *d)
     return rc;
 }
 
-/* Whether a blocking stream of d captures: the legacy stream would depend on its work. */
-static bool legacy_blocked(const struct sd_device *d, bool invalidate)
+bool sd_capture_legacy_blocked(const struct sd_device *d, bool invalidate)
 {
     bool any = false;
     for (struct sd_capture *c = sd_captures; c; c = c->next)
@@ -94,7 +92,7 @@ int sd_capture_legacy(struct sd_stream *s)
 {
     if (!sd_captures || s->kind != SK_LEGACY)
         return SD_OK;
-    return legacy_blocked(s->dev, true) ? SD_ECAPIMPLICIT : SD_OK;
+    return sd_capture_legacy_blocked(s->dev, true) ? SD_ECAPIMPLICIT : SD_OK;
 }
 
 int sd_capture_stream_wait(struct sd_stream *s)
@@ -169,8 +167,7 @@ static void leave(struct sd_stream *s)
     s->capture = NULL;
 }
 
-/* Ends c: its streams leave it (dropping their references) and it is forgotten. */
-static void finish(struct sd_capture *c)
+void sd_capture_finish(struct sd_capture *c)
 {
     for (size_t i = 0; i < c->nstreams; i++) {
         struct sd_stream *t = c->streams[i];
@@ -187,144 +184,15 @@ static void finish(struct sd_capture *c)
     free(c);
 }
 
-int sd_capture_begin(void *stream, int ptsz, int mode)
-{
-    sd_init();
-    if (mode < SD_CAPTURE_GLOBAL || mode > SD_CAPTURE_RELAXED)
-        return SD_EINVAL;
-    pthread_mutex_lock(&sd_lock);
-    struct sd_stream *s;
-    int rc = sd_resolve_live(stream, ptsz, &s);
-    /* "Capture may not be initiated if stream is CU_STREAM_LEGACY." */
-    if (!rc && s->kind == SK_LEGACY)
-        rc = SD_ECAPUNSUP;
-    if (!rc && s->capture)
-        rc = SD_EILLSTATE;
-    struct sd_capture *c = NULL;
-    if (!rc && (!(c = calloc(1, sizeof *c)) || !(c->graph = sd_graph_new())))
-        rc = SD_ENOMEM;
-    if (!rc) {
-        struct sd_nodeset none = {0};
-        c->id = ++last_id;
-        c->mode = mode;
-        c->thread = pthread_self();
-        c->origin = s;
-        rc = sd_capture_join(c, s, &none);
-    }
-    if (!rc) {
-        c->next = sd_captures;
-        sd_captures = c;
-        sd_log("capture %llu begins (mode %d)", (unsigned long long)c->id, mode);
-    } else if (c) {
-        sd_graph_free(c->graph);
-        free(c);
-    }
-    pthread_mutex_unlock(&sd_lock);
-    return rc;
-}
-
-/* Whether every stream forked into c was joined back into its origin. */
-static bool joined(const struct sd_capture *c)
-{
-    const struct sd_nodeset *origin = &c->origin->capture->tail;
-    for (size_t i = 0; i < c->nstreams; i++) {
-        const struct sd_stream *t = c->streams[i];
-        if (t != c->origin && t->capture && t->capture->c == c &&
-            !sd_nodeset_reaches(c->graph, origin, &t->capture->tail))
-            return false;
-    }
-    return true;
-}
-
-int sd_capture_end(void *stream, int ptsz, void **graph)
-{
-    sd_init();
-    if (!graph)
-        return SD_EINVAL;
-    pthread_mutex_lock(&sd_lock);
-    struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    struct sd_capture *c = !rc && s->capture ? s->capture->c : NULL;
-    if (!rc && !c)
-        rc = SD_EILLSTATE;
-    if (!rc && c->origin != s) {
-        sd_capture_invalidate(c);
-        rc = SD_ECAPUNMATCHED;
-    }
-    if (!rc && c->mode != SD_CAPTURE_RELAXED && !begun_here(c))
-        rc = SD_ECAPTHREAD;
-    if (!rc) {
-        *graph = NULL;
-        if (c->invalid)
-            rc = SD_ECAPINVALID;
-        else if (!joined(c))
-            rc = SD_ECAPUNJOINED;
-        if (!rc) {
-            struct sd_graph *g = c->graph;
-            g->capturing = false;
-            rc = sd_graph_publish(g);
-            if (!rc) {
-                c->graph = NULL;
-                *graph = g;
-            }
-        }
-        sd_log("capture %llu ends -> %d", (unsigned long long)c->id, rc);
-        finish(c);
-    }
-    pthread_mutex_unlock(&sd_lock);
-    return rc;
-}
-
 void sd_capture_stream_gone(struct sd_stream *s)
 {
     struct sd_capture *c = s->capture->c;
     if (c->origin == s) {
-        finish(c); /* nobody can end it any more */
+        sd_capture_finish(c); /* nobody can end it any more */
         return;
     }
     sd_capture_invalidate(c);
     leave(s);
-}
-
-int sd_capture_info(void *stream, int ptsz, int *status, uint64_t *id, void **graph,
-                    void *const **deps, const void **edges, size_t edge_size, size_t *ndeps)
-{
-    sd_init();
-    if (!status)
-        return SD_EINVAL;
-    pthread_mutex_lock(&sd_lock);
-    struct sd_stream *s;
-    int rc = sd_resolve_stream(stream, ptsz, &s);
-    /* The legacy stream beside a blocking capture: an error, without invalidating it. */
-    if (!rc && s->kind == SK_LEGACY && legacy_blocked(s->dev, false))
-        rc = SD_ECAPIMPLICIT;
-    struct sd_capstream *cs = rc ? NULL : s->capture;
-    if (!rc)
-        *status = !cs ? SD_CAPSTATUS_NONE
-                      : cs->c->invalid ? SD_CAPSTATUS_INVALIDATED : SD_CAPSTATUS_ACTIVE;
-    if (cs && !cs->c->invalid) {
-        size_t want = cs->tail.n * edge_size;
-        if (edges && want > cs->nedges) {
-            void *z = realloc(cs->edges, want);
-            if (z) {
-                memset(z, 0, want);
-                cs->edges = z;
-                cs->nedges = want;
-            }
-        }
-        if (id)
-            *id = cs->c->id;
-        if (graph)
-            *graph = cs->c->graph;
-        if (deps)
-            *deps = (void *const *)cs->tail.v;
-        if (edges)
-            *edges = cs->nedges >= want ? cs->edges : NULL;
-        if (ndeps)
-            *ndeps = cs->tail.n;
-    }
-    pthread_mutex_unlock(&sd_lock);
-    return rc;
 }
 
 int sd_capture_exchange_mode(int *mode)

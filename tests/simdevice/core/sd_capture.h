@@ -60,6 +60,13 @@ extern struct sd_capture *sd_captures;
 struct sd_capture *sd_capture_by_id(uint64_t id);
 /* Marks c invalid: its end answers SD_ECAPINVALID and returns no graph. */
 void sd_capture_invalidate(struct sd_capture *c);
+/* Whether the calling thread began c. */
+bool sd_capture_begun_here(const struct sd_capture *c);
+/* Ends c: its streams leave it (dropping their references) and it is forgotten. */
+void sd_capture_finish(struct sd_capture *c);
+/* Whether a blocking stream of d captures: the legacy stream would depend on its work. With
+ * `invalidate`, those captures are invalidated. */
+bool sd_capture_legacy_blocked(const struct sd_device *d, bool invalidate);
 /* A potentially unsafe call of the calling thread (allocation, free, synchronization, query):
  * SD_ECAPUNSUP, after invalidating the captures that forbid it, when the thread's mode and the
  * captures under way forbid it; else SD_OK. */
