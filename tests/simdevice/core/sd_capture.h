@@ -53,6 +53,7 @@ struct sd_capmark {
     struct sd_nodeset deps;
 };
 
+/* Capture rules (sd_capture.c; the begin, end and info calls are in sd_capture_api.c). */
 /* Every capture under way, newest first. */
 extern struct sd_capture *sd_captures;
 

@@ -133,7 +133,7 @@ const char *sd_vmm_refusal(uintptr_t p, size_t n, int dev, bool write);
 /* Unmaps and frees every physical handle of d, released or not (device reset). */
 void sd_vmm_drop_device(struct sd_device *d);
 
-/* Memory pools (sd_pool.c). All under sd_lock. */
+/* Memory pools (sd_pool.c; sd_pool_alloc in sd_pool_alloc.c). All under sd_lock. */
 struct sd_pool;
 /* Allocates n bytes from pool p (NULL: device d's current pool) on p's device: the pool's kept
  * bytes first, then new capacity; SD_ENOMEM beyond the pool's maximum or the device. */
@@ -215,6 +215,7 @@ struct sd_event {
 
 extern struct sd_set sd_streams_set, sd_events_set;
 
+/* Stream handles (sd_stream_handle.c). */
 /* Resolves a program's stream handle to a stream (creating default streams lazily).
  * Under sd_lock. */
 int sd_resolve_stream(void *handle, int ptsz, struct sd_stream **out);
@@ -228,6 +229,11 @@ int sd_op_prepare(void *handle, int ptsz, enum sd_op_kind kind, struct sd_stream
  * optional *s and *seq. Under sd_lock (which sd_enqueue may drop while it waits). */
 int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_stream **s,
               uint64_t *seq);
+/* Takes s out of its capture, asks it to drain and exit, and drops the owner's reference.
+ * Under sd_lock. */
+void sd_stream_close(struct sd_stream *s);
+
+/* Queues and their workers (sd_stream.c). */
 /* A zeroed op of `kind`, or NULL when out of memory. */
 struct sd_op *sd_op_new(enum sd_op_kind kind);
 /* Grows op with room for the legacy-semantics dependencies of s (and `extra`), fills them,
@@ -240,14 +246,19 @@ void sd_wait_device(struct sd_device *d);
 /* Creates a stream with a worker thread. Under sd_lock. */
 int sd_stream_new(struct sd_device *d, enum sd_stream_kind kind, unsigned flags, int prio,
                   struct sd_stream **out);
-/* Asks a stream to drain and exit; drops the owner's reference. Under sd_lock. */
-void sd_stream_close(struct sd_stream *s);
+/* Drops a reference to s; the last one keeps its object for a later stream. Under sd_lock. */
 void sd_stream_unref(struct sd_stream *s);
+/* Drops a reference to e; the last one frees it and drops its reference to its stream. Under
+ * sd_lock. */
 void sd_event_unref(struct sd_event *e);
+
+/* Events (sd_event.c). */
 /* True while the event's latest record is still queued. Under sd_lock. */
 bool sd_event_pending(const struct sd_event *e);
 /* Destroys every event of d (reset). Under sd_lock. */
 void sd_events_drop_device(struct sd_device *d);
+
+/* Op execution on a stream's worker (sd_exec.c). */
 /* Runs an op's effect (memory ops, host functions). Called WITHOUT sd_lock. */
 void sd_op_execute(struct sd_stream *s, struct sd_op *op);
 
