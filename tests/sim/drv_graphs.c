@@ -2,6 +2,8 @@
  * launches replay the captured copies, sets and host functions on the launch stream; memory
  * nodes own memory reachable only between their allocation and free; streams fork into a
  * capture and must join it again; the capture info calls; the entry points' lookup. */
+#include <pthread.h>
+
 #include "drv_capture_check.h"
 
 static void count_up(void *n)
@@ -112,6 +114,58 @@ static void memory_after_free(void)
     CU_OK(cuMemsetD8Async(g_mem, 1, sizeof out, s));
     CHECK_EQ(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
     CHECK_EQ(sim_counters(0).faults, 1);
+}
+
+struct grower {
+    struct gate *gate;
+    uint64_t syncs;
+    CUcontext ctx;
+};
+
+/* Once the free waits for the device, captures twenty more graph allocations (the table of
+ * graph memory outgrows its first sixteen slots and moves), then lets the device finish. */
+static void *grow_table(void *arg)
+{
+    struct grower *gr = arg;
+    CU_OK(cuCtxSetCurrent(gr->ctx));
+    while (sim_counters(0).device_syncs == gr->syncs)
+        usleep(200);
+    CUstream s = cap_stream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < 20; i++) {
+        CUdeviceptr p = 0;
+        CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        CU_OK(cuMemAllocAsync(&p, 512, s));
+        (void)cap_end_ok(s); /* kept: its memory stays in the table */
+    }
+    gate_open(gr->gate);
+    return NULL;
+}
+
+/* A plain free of graph memory waits for the device with the driver's lock let go. Another
+ * thread's captures may move the table of graph memory meanwhile: the free must still unmap
+ * its own record, so that a touch after it faults. */
+static void memory_free_while_table_grows(void)
+{
+    CUstream s = cap_stream(CU_STREAM_NON_BLOCKING), busy = cap_stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr g_mem = 0;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemAllocAsync(&g_mem, 512, s));
+    CUgraph g = cap_end_ok(s);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    struct gate gate = {0};
+    CU_OK(cuLaunchHostFunc(busy, drv_gate_fn, &gate));
+    CUcontext ctx;
+    CU_OK(cuCtxGetCurrent(&ctx));
+    struct grower gr = {&gate, sim_counters(0).device_syncs, ctx};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, grow_table, &gr), 0);
+    CU_OK(cuMemFree(g_mem));
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CU_OK(cuMemsetD8Async(g_mem, 1, 512, s));
+    CHECK_EQ(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
 /* Before any launch the memory is not there to touch. */
@@ -296,6 +350,7 @@ static void per_thread_stream(void)
 
 static const struct sim_case cases[] = {
     {"replay", replay}, {"memory_nodes", memory_nodes}, {"memory_after_free", memory_after_free},
+    {"memory_free_while_table_grows", memory_free_while_table_grows},
     {"memory_before_launch", memory_before_launch}, {"fork_join", fork_join},
     {"merge_isolation", merge_isolation}, {"capture_info", capture_info}, {"lookups", lookups},
     {"per_thread_stream", per_thread_stream},

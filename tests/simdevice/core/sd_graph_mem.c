@@ -69,7 +69,9 @@ int sd_gmem_free(struct sd_stream *s, struct sd_device *owner, struct sd_alloc *
     g->refs++;
     owner->c.device_syncs++;
     sd_wait_device(owner);
-    if ((a = sd_gmem_record(g)) != NULL)
+    /* The wait let go of sd_lock: other threads may have grown or compacted the table, so the
+     * record is looked up again (the reference taken above keeps it in the table). */
+    if ((g = sd_gmem_find(id)) != NULL && (a = sd_gmem_record(g)) != NULL)
         a->mapped = false;
     sd_gmem_unref(id);
     return SD_OK;
