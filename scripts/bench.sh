@@ -241,7 +241,7 @@ pairs_dir=$builddir/tests/bench
 cgobj="python3 $repo/tests/bench/callgrind_objects.py"
 pair_vars=("LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64" CACHEALLOC_STATS=0)
 shim_env=(env "${pair_vars[@]}")
-declare -A pair_total pair_shim pair_rate pair_fail
+declare -A pair_total pair_shim pair_rate pair_worst pair_fail
 through_shim=0
 if [ -x "$pairs_dir/bench-pairs-static" ]; then
     through_shim=1
@@ -321,6 +321,7 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                 pair_cmd "$who" "$api" "$threads"
                 commands+=("${pc[*]}  (best of 5, rounds interleaved)")
                 pair_rate[$who.$api.$threads]=0
+                pair_worst[$who.$api.$threads]=0
                 pair_fail[$who.$api.$threads]=0
             done
         done
@@ -335,8 +336,11 @@ if [ -x "$pairs_dir/bench-pairs-static" ]; then
                     "${pc[@]}" >"$tmp/pairs.out" || [ "$who" = cub ]
                     f=$(val failures "$tmp/pairs.out")
                     pair_fail[$who.$api.$threads]=$((pair_fail[$who.$api.$threads] + ${f:-1}))
+                    r=$(val pairs_per_s "$tmp/pairs.out")
                     pair_rate[$who.$api.$threads]=$(awk -v a="${pair_rate[$who.$api.$threads]}" \
-                        -v b="$(val pairs_per_s "$tmp/pairs.out")" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+                        -v b="$r" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+                    pair_worst[$who.$api.$threads]=$(awk -v a="${pair_worst[$who.$api.$threads]}" \
+                        -v b="$r" 'BEGIN { print (a == 0 || b + 0 < a + 0) ? b : a }')
                 done
             done
         done
@@ -399,6 +403,13 @@ pairs_report() {
         for threads in 1 2 4 8; do
             r=${pair_rate[driver.$api.$threads]}
             line+=" $threads thr $r/s ($(awk -v r="$r" -v o="${pair_rate[driver.$api.1]}" 'BEGIN { printf "%.2fx", r / o }'))"
+        done
+        echo "$line"
+        line="  $api, worst of the 5 rounds over the best (static / driver-API):"
+        for threads in 1 2 4 8; do
+            line+=" $threads thr $(awk -v w="${pair_worst[cache.$api.$threads]}" \
+                -v b="${pair_rate[cache.$api.$threads]}" -v dw="${pair_worst[driver.$api.$threads]}" \
+                -v db="${pair_rate[driver.$api.$threads]}" 'BEGIN { printf "%.2f/%.2f", w / b, dw / db }')"
         done
         echo "$line"
         if [ -n "${pair_rate[cub.$api.1]:-}" ]; then
