@@ -41,12 +41,16 @@ def sources(root):
 
 
 def resolve(root, rel, name, by_base):
+    """The project file an include names: beside the includer, else the one file of that name
+    (found through an include directory); None for a system or generated header; a list of
+    candidates when the name is not unique, which the check reports rather than guesses."""
     here = os.path.normpath(os.path.join(os.path.dirname(rel), name))
     if os.path.exists(os.path.join(root, here)):
         return here
-    # Found through an include directory: the one file of that name, else ambiguous.
     hits = by_base.get(os.path.basename(name), [])
-    return hits[0] if len(hits) == 1 else None
+    if not hits:
+        return None
+    return hits[0] if len(hits) == 1 else hits
 
 
 def cycles(graph):
@@ -101,7 +105,10 @@ def check_includes(root):
         for name in INCLUDE.findall(text):
             target = resolve(root, rel, name, by_base)
             if target is None:
-                continue  # a system or generated header
+                continue
+            if isinstance(target, list):
+                errors.append("%s includes %s: which of %s?" % (rel, name, ", ".join(target)))
+                continue
             allowed = LAYERS[layer]
             if layer_of(target) not in allowed and target not in allowed:
                 errors.append("%s includes %s: %s may not use %s" %
