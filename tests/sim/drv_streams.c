@@ -1,6 +1,9 @@
 /* drv_streams.c: the driver's streams and events: a non-blocking stream ignores the legacy
  * stream, a held stream reports NOT_READY, events complete in stream order, time the work
- * between them, make another stream wait on the device side, and are refused once destroyed. */
+ * between them, make another stream wait on the device side, and are refused once destroyed;
+ * legacy work waits for every blocking stream, however many have work pending. */
+#include <pthread.h>
+
 #include "drv_check.h"
 
 static void set_flag(void *f)
@@ -103,12 +106,58 @@ static void events(void)
     CU_OK(cuStreamDestroy(waiter));
 }
 
-int main(void)
+/* More blocking streams with work pending than the simulator once listed as dependencies of one
+ * legacy op (it waited on the host for the rest, walking the device's stream list across the
+ * wait). The stream it waited on exits meanwhile; the legacy op must still wait for the streams
+ * after it in the list. */
+enum { MANY = 330, SKIPPED = 9 };
+
+struct legacy_call {
+    CUcontext ctx;
+    volatile int *ran;
+};
+
+static void *launch_on_legacy(void *arg)
+{
+    struct legacy_call *lc = arg;
+    CU_OK(cuCtxSetCurrent(lc->ctx));
+    CU_OK(cuLaunchHostFunc(CU_STREAM_LEGACY, set_flag, (void *)lc->ran));
+    return NULL;
+}
+
+static void legacy_past_many_streams(void)
+{
+    static CUstream s[MANY];
+    struct gate last = {0}, rest = {0};
+    volatile int ran = 0;
+    for (int i = 0; i < MANY; i++) {
+        CU_OK(cuStreamCreate(&s[i], CU_STREAM_DEFAULT));
+        CU_OK(cuLaunchHostFunc(s[i], drv_gate_fn, i < SKIPPED ? &last : &rest));
+    }
+    struct legacy_call lc = {NULL, &ran};
+    CU_OK(cuCtxGetCurrent(&lc.ctx));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, launch_on_legacy, &lc), 0);
+    settle();
+    /* The newest streams head the list: s[SKIPPED] is the first past the old limit. */
+    CU_OK(cuStreamDestroy(s[SKIPPED]));
+    gate_open(&rest);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    settle();
+    CHECK(!gate_flag(&ran)); /* s[0] .. s[SKIPPED - 1] are still held */
+    gate_open(&last);
+    CHECK(eventually(&ran));
+    CU_OK(cuCtxSynchronize());
+}
+
+static const struct sim_case cases[] = {
+    {"non_blocking", non_blocking}, {"events", events},
+    {"legacy_past_many_streams", legacy_past_many_streams},
+};
+
+int main(int argc, char **argv)
 {
     drv_begin();
     drv_use_primary(0);
-    non_blocking();
-    events();
-    printf("drv_streams: all passed\n");
-    return 0;
+    return sim_run_case("drv_streams", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -226,7 +226,7 @@ int sd_resolve_live(void *handle, int ptsz, struct sd_stream **out);
 int sd_op_prepare(void *handle, int ptsz, enum sd_op_kind kind, struct sd_stream **s,
                   struct sd_op **op);
 /* Queues an op of proto's kind and payload on the live stream `handle` names; fills the
- * optional *s and *seq. Under sd_lock (which sd_enqueue may drop while it waits). */
+ * optional *s and *seq. Under sd_lock (which sd_enqueue may drop when out of memory). */
 int sd_submit(void *handle, int ptsz, const struct sd_op *proto, struct sd_stream **s,
               uint64_t *seq);
 /* Takes s out of its capture, asks it to drain and exit, and drops the owner's reference.
@@ -237,7 +237,8 @@ void sd_stream_close(struct sd_stream *s);
 /* A zeroed op of `kind`, or NULL when out of memory. */
 struct sd_op *sd_op_new(enum sd_op_kind kind);
 /* Grows op with room for the legacy-semantics dependencies of s (and `extra`), fills them,
- * and queues it. Returns the op's sequence number. Under sd_lock. */
+ * and queues it. Returns the op's sequence number. Under sd_lock, which it lets go of only
+ * when out of memory, to wait for the dependencies on the host. */
 uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra);
 /* Waits (releasing sd_lock) until s has completed seq. Under sd_lock. */
 void sd_wait_seq(struct sd_stream *s, uint64_t seq);

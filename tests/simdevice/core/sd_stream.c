@@ -146,40 +146,66 @@ static bool pending(const struct sd_stream *s)
     return s->done < s->enq;
 }
 
-uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra)
+/* Whether legacy work queued on s must wait for o's work queued so far. */
+static bool legacy_waits_for(const struct sd_stream *s, const struct sd_stream *o)
+{
+    return o != s && !(o->flags & 1) && pending(o);
+}
+
+/* Stores dep as deps[i] when there is room for it, pinning its stream for the op. */
+static void put_dep(struct sd_dep *deps, int room, int i, struct sd_dep dep)
+{
+    if (i >= room)
+        return;
+    deps[i] = dep;
+    dep.s->refs++;
+}
+
+/* The dependencies of an op queued on s: `extra` unless already met, and the legacy-stream
+ * semantics. Fills the first `room` of them into deps and returns how many there are. Never
+ * lets go of sd_lock: a wait in the middle of the walk would let the stream it stands on exit
+ * and be recycled, sending the walk down the list of recycled streams past the rest. */
+static int collect_deps(struct sd_stream *s, const struct sd_dep *extra, struct sd_dep *deps,
+                        int room)
 {
     struct sd_device *d = s->dev;
-    struct sd_dep deps[SD_MAX_DEVICES + 256];
     int n = 0;
     if (extra && extra->s != s && extra->s->done < extra->seq)
-        deps[n++] = *extra;
+        put_dep(deps, room, n++, *extra);
     if (s->kind == SK_LEGACY) {
         /* Legacy work waits for all earlier work of every blocking stream of the device. */
         for (struct sd_stream *o = d->streams; o; o = o->next)
-            if (o != s && !(o->flags & 1) && pending(o)) {
-                if (n == (int)(sizeof deps / sizeof deps[0])) {
-                    /* Too many to list: wait on the host instead; still correct, only slower. */
-                    sd_wait_seq(o, o->enq);
-                    continue;
-                }
-                deps[n++] = (struct sd_dep){o, o->enq};
-            }
+            if (legacy_waits_for(s, o))
+                put_dep(deps, room, n++, (struct sd_dep){o, o->enq});
     } else if (!(s->flags & 1) && d->legacy && d->legacy != s && pending(d->legacy)) {
-        deps[n++] = (struct sd_dep){d->legacy, d->legacy->enq};
+        put_dep(deps, room, n++, (struct sd_dep){d->legacy, d->legacy->enq});
     }
-    struct sd_op *full = realloc(op, sizeof *op + (size_t)n * sizeof deps[0]);
-    if (!full) {
-        /* Cannot record the dependencies: satisfy them now on the host. */
-        for (int i = 0; i < n; i++)
-            sd_wait_seq(deps[i].s, deps[i].seq);
-        n = 0;
-        full = op;
+    return n;
+}
+
+/* Out of memory for the op's dependencies: meets them on the host instead, still correct, only
+ * slower. Each wait lets go of sd_lock, so the next stream is found again from the list's head. */
+static void wait_deps_on_host(struct sd_stream *s, const struct sd_dep *extra)
+{
+    if (extra && extra->s != s)
+        sd_wait_seq(extra->s, extra->seq);
+    struct sd_dep dep;
+    while (collect_deps(s, NULL, &dep, 1) > 0) {
+        sd_wait_seq(dep.s, dep.seq);
+        sd_stream_unref(dep.s);
     }
-    op = full;
-    op->ndeps = n;
-    for (int i = 0; i < n; i++) {
-        op->deps[i] = deps[i];
-        deps[i].s->refs++;
+}
+
+uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra)
+{
+    int n = collect_deps(s, extra, NULL, 0);
+    struct sd_op *full = realloc(op, sizeof *op + (size_t)n * sizeof op->deps[0]);
+    if (full) {
+        op = full;
+        op->ndeps = collect_deps(s, extra, op->deps, n);
+    } else {
+        wait_deps_on_host(s, extra);
+        op->ndeps = 0;
     }
     op->next = NULL;
     op->seq = ++s->enq;
