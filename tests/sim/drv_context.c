@@ -1,6 +1,8 @@
 /* drv_context.c: primary and created contexts, the per-thread context stack, and ownership:
  * memory belongs to the context that allocated it, so destroying, releasing or resetting a
  * context frees exactly its own. Run with SIMDEV_DEVICES=2 SIMDEV_MEMORY=64M. */
+#include <pthread.h>
+
 #include "drv_check.h"
 
 #define MiB ((size_t)1 << 20)
@@ -160,6 +162,37 @@ static void two_devices(void)
     CU_OK(cuDevicePrimaryCtxRelease(0));
 }
 
+static void *set_flags_loop(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < 2000; i++)
+        CU_OK(cuDevicePrimaryCtxSetFlags(1, i & 1 ? CU_CTX_SCHED_BLOCKING_SYNC : CU_CTX_SCHED_AUTO));
+    return NULL;
+}
+
+/* The primary context's flags are set and read from any thread, also through the current
+ * context: under the driver's lock (a race here is what the ThreadSanitizer build reports,
+ * and its report fails the test). */
+static void flags_across_threads(void)
+{
+    CUcontext c;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 1));
+    CU_OK(cuCtxSetCurrent(c));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, set_flags_loop, NULL), 0);
+    for (int i = 0; i < 2000; i++) {
+        unsigned flags = 99;
+        int active = -1;
+        CU_OK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+        CHECK(flags == CU_CTX_SCHED_AUTO || flags == CU_CTX_SCHED_BLOCKING_SYNC);
+        CU_OK(cuCtxGetFlags(&flags));
+    }
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CU_OK(cuDevicePrimaryCtxSetFlags(1, CU_CTX_SCHED_AUTO));
+    CU_OK(cuCtxSetCurrent(NULL));
+    CU_OK(cuDevicePrimaryCtxRelease(1));
+}
+
 int main(void)
 {
     drv_begin();
@@ -167,6 +200,7 @@ int main(void)
     stack();
     ownership();
     two_devices();
+    flags_across_threads();
     printf("drv_context: all passed\n");
     return 0;
 }

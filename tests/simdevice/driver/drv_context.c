@@ -149,7 +149,10 @@ API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned flags)
     CUresult rc = check_dev(dev);
     if (rc)
         return rc;
-    drv_primary(dev)->flags = flags;
+    struct drv_ctx *c = drv_primary(dev);
+    pthread_mutex_lock(&ctx_lock); /* cuDevicePrimaryCtxGetState reads them under it */
+    c->flags = flags;
+    pthread_mutex_unlock(&ctx_lock);
     return CUDA_SUCCESS;
 }
 
@@ -338,7 +341,10 @@ API CUresult cuCtxGetFlags(unsigned *flags)
         return rc;
     if (!flags)
         return CUDA_ERROR_INVALID_VALUE;
-    *flags = drv_current()->flags;
+    struct drv_ctx *c = drv_current();
+    pthread_mutex_lock(&ctx_lock); /* a primary context's flags change from any thread */
+    *flags = c->flags;
+    pthread_mutex_unlock(&ctx_lock);
     return CUDA_SUCCESS;
 }
 
