@@ -259,9 +259,8 @@ static ca_rt_err free_async_keyed(ca_runtime *rt, ca_rt_err (*real)(void *, void
 
 ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr)
 {
+    /* Not NULL: a stream-ordered lane is armed only where the runtime has this free. */
     ca_rt_err (*real)(void *, void *) = l->ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
-    if (real == NULL)
-        return rt->codes.not_initialized;
     return free_async_keyed(rt, real, ptr, l->stream, l->key, l->kdev);
 }
 

@@ -12,25 +12,20 @@
 
 #define CA_FAST static inline __attribute__((always_inline))
 
-/* The lane of a call that must not pass through: neither from inside one of the cache's own
- * calls (the lanes are held then) nor while the door is shut (a lane is armed only once it
- * opened). */
-CA_FAST ca_lane *ca_front_lane(const ca_runtime *rt)
-{
-    return ca_lane_of(rt);
-}
+/* A call finds no lane (ca_lane_of: NULL) from inside one of the cache's own calls, whose
+ * lanes are held then, nor while the door is shut: a lane is armed only once it opened. */
 
 /* The lane of a stream-ordered call on (stream, ptsz), or NULL. */
 CA_FAST ca_lane *ca_front_lane_stream(const ca_runtime *rt, void *stream, int ptsz)
 {
-    ca_lane *l = ca_front_lane(rt);
+    ca_lane *l = ca_lane_of(rt);
     return l != NULL && l->async && l->stream == stream && l->ptsz == ptsz ? l : NULL;
 }
 
 /* cudaMalloc / hipMalloc. */
 CA_FAST ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
-    ca_lane *l = ca_front_lane(rt);
+    ca_lane *l = ca_lane_of(rt);
     int dev;
     if (l == NULL || !l->plain || ptr == NULL || size == 0 || (dev = ca_lane_device(rt, l)) < 0)
         return ca_front_malloc_full(rt, ptr, size);
@@ -42,7 +37,7 @@ CA_FAST ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 /* cudaFree / hipFree. */
 CA_FAST ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 {
-    ca_lane *l = ca_front_lane(rt);
+    ca_lane *l = ca_lane_of(rt);
     if (l == NULL || !l->plain || ptr == NULL)
         return ca_front_free_full(rt, ptr);
     /* Kept only as a block of the lane's device, whose sticky error would have staled it. */
