@@ -204,6 +204,10 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
     printf("cpu_us_per_pair=%.2f\n", timed ? cpu * 1e6 / (double)timed : 0.0);
     printf("peak_live_bytes=%lu\nhost_functions=%lu\n", atomic_load(&peak_live_bytes),
            host_fns);
+    cachealloc_stats cs;
+    if (cachealloc_get_stats(0, &cs))
+        printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",
+               cs.peak_reserved_bytes, cs.device_syncs);
     if (!c1) {
         printf("simulator=absent\n");
         return;
@@ -218,10 +222,6 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
            timed ? (double)(c1->device_syncs - c0->device_syncs) * 10000.0 / (double)timed
                  : 0.0);
     printf("total_driver_mallocs=%" PRIu64 "\n", c1->malloc_calls);
-    cachealloc_stats cs;
-    if (cachealloc_get_stats(0, &cs))
-        printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",
-               cs.peak_reserved_bytes, cs.device_syncs);
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,7 @@
 #include "replay_core.h"
 
+#include "cachealloc.h"
+
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -139,6 +141,13 @@ static void print_result(const replay_allocator *al, const char *path, const tra
     printf("skipped_frees=%zu\nalloc_failures=%" PRIu64 "\nfree_failures=%" PRIu64 "\n",
            t->unmatched_frees, r->alloc_failures, r->free_failures);
     printf("wall_s=%.6f\npeak_live_bytes=%" PRIu64 "\n", r->wall_s, r->peak_live_bytes);
+    /* The cache's own figures, where it is loaded: all a real GPU can tell of the driver. */
+    cachealloc_stats cs;
+    if (cachealloc_get_stats(0, &cs))
+        printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_driver_allocs=%" PRIu64
+               "\ncache_driver_frees=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",
+               cs.peak_reserved_bytes, cs.driver_alloc_calls, cs.driver_free_calls,
+               cs.device_syncs);
     if (!on_sim) {
         printf("simulator=absent\n");
         return;

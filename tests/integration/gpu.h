@@ -47,6 +47,8 @@ typedef hipEvent_t gpuEvent_t;
 #define gpuMemset hipMemset
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuMemcpy hipMemcpy
+#define gpuMallocHost(p, n) hipHostMalloc((p), (n), 0)
+#define gpuFreeHost hipHostFree
 #define gpuGetLastError hipGetLastError
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
@@ -87,6 +89,8 @@ typedef cudaEvent_t gpuEvent_t;
 #define gpuMemset cudaMemset
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemcpy cudaMemcpy
+#define gpuMallocHost cudaMallocHost
+#define gpuFreeHost cudaFreeHost
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice

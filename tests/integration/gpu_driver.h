@@ -113,6 +113,8 @@ static inline CUresult gpu_drv_reset(void)
 #define gpuMemset(p, v, n) GPU_DRV(cuMemsetD8(gpu_dptr(p), (unsigned char)(v), (n)))
 #define gpuMemcpyAsync(d, s, n, kind, st) GPU_DRV(cuMemcpyAsync(gpu_dptr(d), gpu_dptr(s), (n), (st)))
 #define gpuMemcpy(d, s, n, kind) GPU_DRV(cuMemcpy(gpu_dptr(d), gpu_dptr(s), (n)))
+#define gpuMallocHost(p, n) GPU_DRV(cuMemAllocHost((p), (n)))
+#define gpuFreeHost(p) GPU_DRV(cuMemFreeHost(p))
 #define gpuGetLastError() CUDA_SUCCESS
 #define gpuGetDevice(d) GPU_DRV(cuCtxGetDevice(d))
 /* The context it makes current is the thread's choice: gpu_drv_thread leaves it. */

@@ -355,6 +355,13 @@ int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int 
         if (!rc && wait) {
             sd_wait_seq(s, seq);
             rc = s->dev->sticky;
+        } else if (!rc && n && dd < 0 && !s->capture &&
+                   !sd_table_find_containing(&host_allocs, (uintptr_t)dst)) {
+            /* Into pageable host memory an asynchronous copy returns only once it is done, as
+             * the real driver's does (CUDA's "API synchronization behavior"): a program may
+             * rely on it, and a test that wants a copy still in flight must use pinned memory,
+             * as it must on a GPU. */
+            sd_wait_seq(s, seq);
         }
     }
     pthread_mutex_unlock(&sd_lock);
