@@ -36,7 +36,10 @@ ca_runtime ca_drv_rt = {
     .door = "CUDA at the driver API",
     .real_what = "driver",
     .found_how = ca_drv_found_how,
-    .tool_env = "CUDA_INJECTION64_PATH", /* compute-sanitizer, Nsight Systems and Compute */
+    /* Nsight Systems and Compute inject through the first; compute-sanitizer (CUDA 13) preloads
+     * its libraries and sets the second, not the first (seen on an H100, docs/gpu.md). */
+    .tool_envs = (const char *const[]){"CUDA_INJECTION64_PATH",
+                                       "NV_SANITIZER_INJECTION_PORT_BASE", NULL},
     .syms = (const ca_rt_sym[]){{offsetof(ca_rt_fns, malloc), "cuMemAlloc_v2", 1}, {0, NULL, 0}},
     .resolve = drv_resolve,
     .codes = {

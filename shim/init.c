@@ -129,6 +129,17 @@ void ca_per_thread_default_check(ca_runtime *rt, int dev)
         ca_per_thread_streams_used(rt->arena, dev);
 }
 
+/* The first of rt's tool variables set to something, or NULL. */
+static const char *tool_attached(const ca_runtime *rt)
+{
+    for (const char *const *v = rt->tool_envs; v != NULL && *v != NULL; v++) {
+        const char *val = getenv(*v);
+        if (val != NULL && val[0] != '\0')
+            return *v;
+    }
+    return NULL;
+}
+
 /* Under rt->init_lock: find the runtime and make the arena, or say why not. */
 static void open_runtime(ca_runtime *rt)
 {
@@ -136,11 +147,11 @@ static void open_runtime(ca_runtime *rt)
     case CA_REAL_OK: {
         /* A tool that checks every access (compute-sanitizer) would see blocks inside the
          * cache's segments as one big allocation, and miss out-of-bounds accesses. */
-        const char *tool = rt->tool_env ? getenv(rt->tool_env) : NULL;
-        if (tool != NULL && tool[0] != '\0') {
+        const char *tool = tool_attached(rt);
+        if (tool != NULL) {
             atomic_store_explicit(&rt->passthrough, 1, memory_order_release);
             fprintf(stderr, "cachealloc: %s is set (a debugging or profiling tool is attached): "
-                            "the %s cache is off, every call goes to the %s\n", rt->tool_env,
+                            "the %s cache is off, every call goes to the %s\n", tool,
                     rt->api, rt->real_what);
             return;
         }

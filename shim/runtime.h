@@ -119,7 +119,7 @@ typedef struct ca_runtime {
     const char *door;            /* for CACHEALLOC_VERBOSE: where the calls are served      */
     const char *real_what;       /* ... and what the real functions are ("driver")          */
     const char *(*found_how)(void); /* ... and how they were found (NULL: by symbol)        */
-    const char *tool_env;        /* set by debugging tools that must see every allocation   */
+    const char *const *tool_envs; /* set by debugging tools that must see every allocation  */
     const ca_rt_sym *syms;       /* terminated by a NULL name; syms[0], the allocation
                                   * function, identifies the runtime's object              */
     int (*resolve)(struct ca_runtime *rt); /* fills fn its own way (the CUDA driver), returning

@@ -398,16 +398,18 @@ def bench(r, deadline):
     # The loops of 1 MiB beside two streams, idle and one busy: plain, sync-cache, the cache.
     loops = {}
     n = 2000 if quick else 20000
-    for busy in (0, 1):
+    for sizes, busy in ([("fixed", 0), ("fixed", 1)] +
+                        ([] if quick else [("random", 0), ("random", 1)])):
         for t in ([1, 2] if quick else [1, 4, 16]):
             for mode in ("plain", "sync", "cache"):
                 cnt = n // 10 if mode == "plain" else n
-                cmd = [os.path.join(b, "bench-loop"), "--sizes", "fixed", "--threads", str(t),
+                cmd = [os.path.join(b, "bench-loop"), "--sizes", sizes, "--threads", str(t),
                        "--streams", "2", "--busy", str(busy), "--pairs", str(cnt),
                        "--warmup", str(max(10, cnt // 20))] + (["--sync-cache"] if mode == "sync" else [])
                 v = kv(cmd, envc if mode == "cache" else envp)
                 if v:
-                    loops["%s.%s.%d" % ("busy" if busy else "idle", mode, t)] = {
+                    loops["%s%s.%s.%d" % ("busy" if busy else "idle",
+                                          "-random" if sizes == "random" else "", mode, t)] = {
                         k: v.get(k) for k in ("pairs_per_s", "peak_live_bytes", "failures",
                                                "cache_peak_reserved_bytes", "error")
                         if v.get(k) is not None}
@@ -538,7 +540,8 @@ def markdown(rep):
                 L.append("| %s | %s | %s |" % (api, who, " | ".join(
                     fmt_rate(p.get("%s.%s.%d" % (who, api, t))) for t in (1, 2, 4, 8, 16))))
             L.append("| %s | plain runtime | %s | | | | |" % (api, fmt_rate(p.get("runtime.%s.1" % api))))
-        L += ["", "Loops of 1 MiB beside 2 streams (pairs/s):", "",
+        L += ["", "Loops beside 2 streams, one of them kept busy or not, 1 MiB or 1 to 8 MiB"
+              " (-random) (pairs/s):", "",
               "| streams | threads | plain | sync-cache | cache | cache peak reserved MiB |",
               "|---|---|---|---|---|---|"]
         for k in sorted({k.rsplit(".", 2)[0] + "." + k.rsplit(".", 1)[1] for k in b["loops"]}):

@@ -3,7 +3,11 @@
  * a key whose destructor runs in the second round of destructors, after the cache's own: its
  * pairs must not reach the cache that was freed. The ASan build is where this test bites: it
  * reports the use after free. Elsewhere the allocator's own bookkeeping in the freed memory
- * usually makes those calls miss, and the counts below only catch a block lost with it. */
+ * usually makes those calls miss, and the counts below only catch a block lost with it.
+ * On the simulated driver every pair is the cache's; on NVIDIA's driver some reach the driver
+ * itself (a thread whose first runtime call is on another thread's stream has no current
+ * context there, and in the second round of destructors the driver's own thread state is
+ * gone): there the counts must only balance. */
 #include <pthread.h>
 
 #include "cachealloc.h"
@@ -60,7 +64,9 @@ int main(void)
     printf("after the late destructor: %llu allocations, %llu frees, %llu bytes allocated\n",
            (unsigned long long)st.alloc_calls, (unsigned long long)st.free_calls,
            (unsigned long long)st.allocated_bytes);
-    EXPECT(st.alloc_calls == 1 + 2 * PAIRS && st.free_calls == st.alloc_calls);
+    if (simdev_sym("simdev_get_counters") != NULL)
+        EXPECT(st.alloc_calls == 1 + 2 * PAIRS);
+    EXPECT(st.alloc_calls >= 1 && st.free_calls == st.alloc_calls);
     EXPECT(st.allocated_bytes == 0);
     return 0;
 }
