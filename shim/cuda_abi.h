@@ -89,6 +89,10 @@ typedef struct cuabi_access_desc {
       cuDevicePrimaryCtxReset, (int dev))                                                     \
     X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, CUABI_GPA_LEGACY,         \
       cuDevicePrimaryCtxReset_v2, (int dev))                                                  \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 7000, CUABI_GPA_LEGACY,         \
+      cuDevicePrimaryCtxRelease, (int dev))                                                   \
+    X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, CUABI_GPA_LEGACY,     \
+      cuDevicePrimaryCtxRelease_v2, (int dev))                                                \
     X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, CUABI_GPA_LEGACY, cuCtxDestroy_v2,               \
       (cuabi_context_t ctx))                                                                  \
     X(cuDeviceSetMemPool, "cuDeviceSetMemPool", 11020, CUABI_GPA_LEGACY, cuDeviceSetMemPool,  \

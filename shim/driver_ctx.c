@@ -12,6 +12,9 @@
 #define CUDA_ERROR_INVALID_CONTEXT 201u
 
 static _Atomic(void *) slots[CA_MAX_DEVICES];
+/* The device whose primary context a slot holds, or -1: found again once the context went
+ * inactive, when the driver no longer names it. */
+static _Atomic int primary_dev[CA_MAX_DEVICES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static _Thread_local void *tl_ctx;
@@ -54,10 +57,21 @@ static int claim(void *ctx)
     for (int i = CA_MAX_DEVICES - 1; slot < 0 && i >= 0; i--)
         if (atomic_load(&slots[i]) == NULL)
             slot = i;
-    if (slot >= 0)
+    if (slot >= 0) {
+        atomic_store(&primary_dev[slot], dev);
         atomic_store_explicit(&slots[slot], ctx, memory_order_release);
+    }
     pthread_mutex_unlock(&slots_lock);
     return slot;
+}
+
+int ca_drv_primary_slot(int dev)
+{
+    for (int i = 0; i < CA_MAX_DEVICES; i++)
+        if (atomic_load_explicit(&slots[i], memory_order_acquire) != NULL &&
+            atomic_load(&primary_dev[i]) == dev)
+            return i;
+    return -1;
 }
 
 /* The calling thread's current context changed, or its slot was dropped: look it up. */
@@ -105,6 +119,7 @@ void ca_drv_slot_drop(int slot)
 {
     if (slot >= 0 && slot < CA_MAX_DEVICES) {
         atomic_store_explicit(&slots[slot], NULL, memory_order_release);
+        atomic_store(&primary_dev[slot], -1);
         ca_lane_invalidate(); /* lanes map their context to its slot */
     }
 }
@@ -113,8 +128,10 @@ void ca_drv_slots_after_fork(void)
 {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     slots_lock = fresh;
-    for (int i = 0; i < CA_MAX_DEVICES; i++)
+    for (int i = 0; i < CA_MAX_DEVICES; i++) {
         atomic_store(&slots[i], NULL);
+        atomic_store(&primary_dev[i], -1);
+    }
     tl_ctx = NULL;
     tl_slot = -1;
     ca_lane_invalidate();

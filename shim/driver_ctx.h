@@ -23,6 +23,9 @@ int ca_drv_slot_of(void *ctx);
 /* The primary context of device dev while it is active, else NULL. */
 void *ca_drv_primary_of(int dev);
 
+/* The slot of device dev's primary context, active or not, or -1 when it has none. */
+int ca_drv_primary_slot(int dev);
+
 /* The context of slot is gone (destroyed): its number may name another one later. */
 void ca_drv_slot_drop(int slot);
 

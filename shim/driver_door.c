@@ -127,21 +127,53 @@ static void forget_slot(int slot)
     ca_front_forget_device(&ca_drv_rt, slot);
 }
 
+/* The primary context of dev went inactive, its memory with it: the cache forgets its blocks
+ * and its slot (a context retained later is met anew). Its expandable pages are forgotten, not
+ * unmapped: no context is left to unmap them in. */
+static void primary_gone(int slot)
+{
+    forget_slot(slot);
+    ca_drv_slot_drop(slot);
+}
+
 static ca_rt_err primary_reset(ca_rt_err (*reset)(int), int dev)
 {
     if (reset == NULL)
         return CUABI_ERROR_NOT_FOUND;
     if (ca_door_open(&ca_drv_rt) != 0)
         return reset(dev);
-    void *ctx = ca_drv_primary_of(dev);
-    int slot = ctx != NULL ? ca_drv_slot_of(ctx) : -1;
-    if (slot >= 0)
+    int slot = ca_drv_primary_slot(dev);
+    int live = ca_drv_primary_of(dev) != NULL;
+    if (slot >= 0 && live)
         ca_device_resetting(ca_drv_rt.arena, slot);
     ca_rt_err e = reset(dev);
-    if (e == 0 && slot >= 0)
+    /* Reset after a release to zero (Numba's order): whatever the cache still held there is
+     * gone too. */
+    if (e == 0 && slot >= 0 && live)
         forget_slot(slot);
+    else if (e == 0 && slot >= 0)
+        primary_gone(slot);
     return e;
 }
+
+/* The last release of a primary context destroys it and frees its memory. */
+static ca_rt_err primary_release(ca_rt_err (*release)(int), int dev)
+{
+    if (release == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    if (ca_door_open(&ca_drv_rt) != 0)
+        return release(dev);
+    int slot = ca_drv_primary_slot(dev);
+    ca_rt_err e = release(dev);
+    if (e == 0 && slot >= 0 && ca_drv_primary_of(dev) == NULL)
+        primary_gone(slot);
+    return e;
+}
+
+/* Releases a primary context; the last release makes the cache forget what it held there. */
+ca_rt_err cuDevicePrimaryCtxRelease(int dev) { return primary_release(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxRelease), dev); }
+/* The same, CUDA 11 form. */
+ca_rt_err cuDevicePrimaryCtxRelease_v2(int dev) { return primary_release(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxRelease_v2), dev); }
 
 /* A primary context reset (cudaDeviceReset) frees its memory: the cache forgets it. */
 ca_rt_err cuDevicePrimaryCtxReset(int dev) { return primary_reset(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxReset), dev); }

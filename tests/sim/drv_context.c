@@ -193,6 +193,30 @@ static void flags_across_threads(void)
     CU_OK(cuDevicePrimaryCtxRelease(1));
 }
 
+/* NVIDIA's driver frees memory and destroys a stream by its handle, with no context current
+ * (cuda-python pull request 2750: Numba's deallocations run so); a current context that is
+ * unusable still refuses them. */
+static void frees_without_context(void)
+{
+    CUcontext c;
+    CUstream s;
+    void *h;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuCtxSetCurrent(c));
+    CUdeviceptr p = alloc(MiB);
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAllocHost(&h, 4096));
+    uint64_t r0 = sim_counters(0).reserved_bytes;
+    CU_OK(cuCtxSetCurrent(NULL));
+    CU_OK(cuMemFree(p));
+    CHECK_EQ(sim_counters(0).reserved_bytes, r0 - MiB);
+    CHECK_EQ(cuMemFree(p), CUDA_ERROR_INVALID_VALUE); /* freed already */
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFreeHost(h));
+    CHECK_EQ(cuMemAlloc(&p, 512), CUDA_ERROR_INVALID_CONTEXT); /* allocations need one */
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+
 int main(void)
 {
     drv_begin();
@@ -201,6 +225,7 @@ int main(void)
     ownership();
     two_devices();
     flags_across_threads();
+    frees_without_context();
     printf("drv_context: all passed\n");
     return 0;
 }

@@ -124,6 +124,10 @@ CUresult drv_ret(int rc);
 CUresult drv_enter(void);
 /* Like drv_enter, then runs the core's sticky-fault check. */
 CUresult drv_enter_live(void);
+/* For the calls NVIDIA's driver serves by their handle alone (frees, stream destruction): with
+ * no current context, only checks the driver is initialized; else drv_enter (live: then
+ * drv_enter_live). */
+CUresult drv_enter_or_none(int live);
 /* Returns the error from the enclosing entry point when the check `rc` fails. */
 #define DRV_TRY(rc)          \
     do {                     \

@@ -77,6 +77,15 @@ CUresult drv_enter_live(void)
     return rc ? rc : drv_ret(sd_check_current());
 }
 
+CUresult drv_enter_or_none(int live)
+{
+    if (!drv_initialized())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (drv_current() == NULL) /* the pointer or handle names its context (cuda-python #2750) */
+        return CUDA_SUCCESS;
+    return live ? drv_enter_live() : drv_enter();
+}
+
 static CUresult check_dev(CUdevice dev)
 {
     if (!drv_initialized())

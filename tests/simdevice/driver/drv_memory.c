@@ -18,7 +18,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 /* Frees device or managed memory after waiting for the device, as a GPU driver does. */
 API CUresult cuMemFree_v2(CUdeviceptr p)
 {
-    DRV_TRY(drv_enter_live());
+    DRV_TRY(drv_enter_or_none(1));
     int type, dev;
     void *dp, *hp;
     sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
@@ -90,7 +90,7 @@ API CUresult cuMemAllocHost_v2(void **p, size_t n)
 /* Frees page-locked host memory, after waiting for the device; managed memory is refused. */
 API CUresult cuMemFreeHost(void *p)
 {
-    DRV_TRY(drv_enter_live());
+    DRV_TRY(drv_enter_or_none(1));
     int type, dev;
     void *d, *h;
     sd_pointer_info(p, &type, &dev, &d, &h);

@@ -24,7 +24,7 @@ API CUresult cuStreamCreateWithPriority(CUstream *s, unsigned flags, int priorit
 /* Destroys a stream; work already queued still runs. */
 API CUresult cuStreamDestroy_v2(CUstream s)
 {
-    CUresult rc = drv_enter();
+    CUresult rc = drv_enter_or_none(0);
     return rc ? rc : drv_ret(sd_stream_destroy(s));
 }
 
