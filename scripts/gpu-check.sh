@@ -10,8 +10,8 @@
 #                                             here: pack and run the same check on the simulated
 #                                             driver (what needs a GPU or absent Python packages
 #                                             is skipped, and says so)
-# OPTIONS: --budget SECONDS (default 450), --only SECTION[,SECTION] (integration, frameworks,
-# libraries, bench, memcheck), --jobs N (integration tests at once).
+# OPTIONS: --budget SECONDS (default 450; 1800 with --sim), --only SECTION[,SECTION]
+# (integration, frameworks, libraries, memcheck, bench), --jobs N (integration tests at once).
 # Writes OUTDIR/report.md, OUTDIR/report.json and OUTDIR/log.txt; prints one summary table.
 # Exits 1 when a section failed.
 set -euo pipefail
@@ -26,8 +26,16 @@ traces() {
 }
 
 build_and_pack() {  # builddir packdir
-    [ -f "$1/build.ninja" ] || meson setup "$1" "$repo" >/dev/null
-    meson compile -C "$1" >/dev/null
+    local log
+    log=$(mktemp)
+    if ! { [ -f "$1/build.ninja" ] || meson setup "$1" "$repo"; } >"$log" 2>&1 ||
+       ! meson compile -C "$1" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "gpu-check: the build failed" >&2
+        exit 1
+    fi
+    rm -f "$log"
     # shellcheck disable=SC2046  # one argument per trace file
     python3 "$check" pack "$1" "$2" $(traces)
 }
@@ -35,7 +43,7 @@ build_and_pack() {  # builddir packdir
 case ${1:-} in
 --pack)
     builddir=${2:-$repo/build}
-    bash "$repo/scripts/setup.sh" >/dev/null
+    bash "$repo/scripts/setup.sh" >/dev/null || { bash "$repo/scripts/setup.sh"; exit 1; }
     build_and_pack "$builddir" "$packdir"
     echo "carry gpu-pack/ to the GPU machine and run: scripts/gpu-check.sh OUTDIR"
     ;;
