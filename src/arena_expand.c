@@ -180,20 +180,45 @@ static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, siz
     return best;
 }
 
-/* Ladder step 4 for a pool with an expandable range. NULL with *full unset: no range here (no
- * virtual memory calls, or no addresses left), and the caller takes a plain segment. */
+/* The lowest fitting hole over every range of p for this block kind (pick_hole's rule), or
+ * NULL. */
+static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_pool *p,
+                                size_t rounded, bool small, size_t *map)
+{
+    ca_block *best = NULL;
+    for (int i = 0; i < d->nsegs; i++) {
+        const ca_segment *s = d->segs[i];
+        size_t m = 0;
+        ca_block *h = s->expandable && s->pool == p && s->small == small
+                          ? pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &m)
+                          : NULL;
+        if (h && (!best || h->addr < best->addr)) {
+            best = h;
+            *map = m;
+        }
+    }
+    return best;
+}
+
+/* Ladder step 4 for a pool with expandable ranges. When no range has a hole that fits (live
+ * blocks spread over them), another range is opened, as PyTorch does: a plain segment instead
+ * could never give its pages back. NULL with *full unset: no range here (no virtual memory
+ * calls, or no addresses left), and the caller takes a plain segment. */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed)
 {
     if (a->cfg.pool != CA_POOL_SPLIT || !vmm_ready(a, d))
         return NULL;
-    ca_segment *s = p->range[small];
-    if (!s && !(s = range_adopt(d, p, small)) && !(s = range_new(a, d, p, small)))
+    if (!p->range[small] && !range_adopt(d, p, small) && !range_new(a, d, p, small))
         return NULL;
     size_t map = 0, fr = 0, total = 0;
-    ca_block *h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &map);
-    if (!h)
-        return NULL;
+    ca_block *h = pick_in_ranges(a, d, p, rounded, small, &map);
+    if (!h) {
+        ca_segment *s = range_new(a, d, p, small);
+        if (!s || !(h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &map)))
+            return NULL;
+    }
+    ca_segment *s = h->seg;
     if (map == 0)
         return h->prev; /* a range just taken over brought the room with it */
     /* As for a segment: never ask for more than the device has, so no error needs clearing. */

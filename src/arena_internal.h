@@ -82,7 +82,7 @@ struct ca_pool {
     uint64_t ev_seq;
     bool ev_inflight;
     int nsegs;                /* segments it owns: a dead pool with none is dropped */
-    ca_segment *range[2];     /* its expandable segments, [1] for small blocks     */
+    ca_segment *range[2];     /* its newest expandable segment, [1] for small blocks */
 };
 
 /* A fence: events on every live stream of a device, covering a batch of plain frees. */

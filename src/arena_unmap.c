@@ -100,7 +100,8 @@ static void drop_dead_range(ca_arena *a, ca_device *d, ca_segment *s)
     if (!p->dead || s->first->state != BLOCK_UNMAPPED || s->first->next)
         return;
     ca_seg_remove(d, s);
-    p->range[s->small] = NULL;
+    if (p->range[s->small] == s) /* the newest of its ranges */
+        p->range[s->small] = NULL;
     p->nsegs--;
     d->nranges--;
     d->st.segments--;

@@ -132,6 +132,32 @@ static void test_ladder_unmaps_free_pages_between_live_blocks(void **state)
     assert_exact(f);
 }
 
+/* A range with no hole that fits (live blocks spread over it, 4 MiB holes and an 8 MiB tail)
+ * opens another range for a 24 MiB request, rather than a plain segment that could never give
+ * its pages back; its pages go back like any range's. */
+static void test_full_range_opens_another(void **state)
+{
+    fixture *f = *state;
+    char *blocks[16];
+    fill_and_punch(f, blocks);
+    char *big = use_alloc(f, 24 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.reserves, 2);
+    assert_int_equal(f->dev.allocs, 0);
+    assert_int_equal(stats(f).reserved_bytes, 8 * 4 * MiB + 24 * MiB);
+    assert_exact(f);
+    must_free(f, big, NULL, CA_API_PLAIN);
+    assert_true(ca_reclaim(f->a, 0) >= 24 * MiB);
+    assert_int_equal(fake_mapped(&f->dev, big, PAGE), 0);
+    /* And it serves again, from the lowest fitting hole of either range. */
+    big = use_alloc(f, 24 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.reserves, 2);
+    assert_int_equal(f->dev.allocs, 0);
+    must_free(f, big, NULL, CA_API_PLAIN);
+    for (int i = 1; i < 16; i += 2)
+        must_free(f, blocks[i], NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
 /* The same traffic over plain segments: the cache holds 32 MiB and cannot serve 8. */
 static void test_plain_segments_fail_the_same_request(void **state)
 {
@@ -349,6 +375,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ladder_unmaps_free_pages_between_live_blocks, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_full_range_opens_another, setup, teardown),
         cmocka_unit_test(test_plain_segments_fail_the_same_request),
         cmocka_unit_test_setup_teardown(test_unmapping_waits_for_work_on_the_pages, setup,
                                         teardown),
