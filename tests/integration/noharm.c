@@ -1,0 +1,105 @@
+/* Cases of the "no harm" promise: each must succeed under the cache wherever it succeeds
+ * without it (the suite runs every case both ways, on a 1 GiB simulated device). The cache
+ * first holds some memory freed by the program, as it does in any real run.
+ *   meminfo-exact  one allocation of exactly the free memory cudaMemGetInfo reports
+ *   prealloc-90    one allocation of 90% of it, as JAX and TensorFlow preallocate
+ *   oom-loop       allocate 64 MiB blocks until out of memory, free them all, again: the same
+ *                  count every round (printed, so the suite compares it with the plain run's)
+ *   scattered-free 400 blocks of 2 MiB, every other one freed, then 300 MiB in one piece: the
+ *                  device has it plainly; the cache's free memory is in 2 MiB pieces between
+ *                  live blocks (only expandable segments can give it back: issue "do no harm")
+ * Prints one line per result; exits 1 when a case fails. */
+#include <string.h>
+
+#include "gpu.h"
+
+#define MIB ((size_t)1 << 20)
+
+/* Blocks of several sizes allocated, set and freed: the cache keeps them. */
+static void warm_cache(void)
+{
+    void *p[24];
+    for (int i = 0; i < 24; i++) {
+        size_t n = (size_t)(1 + i % 6) * 3 * MIB + 4096 * (size_t)i;
+        CHECK(gpuMalloc(&p[i], n));
+        CHECK(gpuMemset(p[i], 0, n));
+    }
+    for (int i = 0; i < 24; i++)
+        CHECK(gpuFree(p[i]));
+}
+
+static int one_allocation(double share)
+{
+    size_t fr = 0, total = 0;
+    CHECK(gpuMemGetInfo(&fr, &total));
+    size_t n = (size_t)((double)fr * share);
+    void *p = NULL;
+    gpuError_t e = gpuMalloc(&p, n);
+    printf("%.0f%% of the free memory in one allocation: %s\n", share * 100,
+           e == gpuSuccess ? "served" : "refused");
+    if (e != gpuSuccess)
+        return 1;
+    CHECK(gpuMemset(p, 0x3C, n));
+    unsigned char last = 0;
+    CHECK(gpuMemcpy(&last, (char *)p + n - 1, 1, gpuMemcpyDefault));
+    EXPECT(last == 0x3C);
+    CHECK(gpuFree(p));
+    (void)gpuGetLastError();
+    return 0;
+}
+
+static int oom_loop(void)
+{
+    enum { MAX = 256 };
+    static void *p[MAX];
+    int first = -1;
+    for (int round = 0; round < 3; round++) {
+        int n = 0;
+        while (n < MAX && gpuMalloc(&p[n], 64 * MIB) == gpuSuccess)
+            n++;
+        (void)gpuGetLastError();
+        printf("round %d: %d blocks of 64 MiB before out of memory\n", round, n);
+        for (int i = 0; i < n; i++)
+            CHECK(gpuFree(p[i]));
+        if (first < 0)
+            first = n;
+        else if (n != first)
+            return 1;
+    }
+    return 0;
+}
+
+static int scattered_free(void)
+{
+    enum { N = 400 };
+    static void *p[N];
+    for (int i = 0; i < N; i++)
+        CHECK(gpuMalloc(&p[i], 2 * MIB));
+    for (int i = 0; i < N; i += 2)
+        CHECK(gpuFree(p[i]));
+    void *big = NULL;
+    gpuError_t e = gpuMalloc(&big, 300 * MIB);
+    printf("300 MiB among scattered free blocks: %s\n", e == gpuSuccess ? "served" : "refused");
+    if (e == gpuSuccess)
+        CHECK(gpuFree(big));
+    (void)gpuGetLastError();
+    for (int i = 1; i < N; i += 2)
+        CHECK(gpuFree(p[i]));
+    return e == gpuSuccess ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    warm_cache();
+    if (strcmp(mode, "meminfo-exact") == 0)
+        return one_allocation(1.0);
+    if (strcmp(mode, "prealloc-90") == 0)
+        return one_allocation(0.9);
+    if (strcmp(mode, "oom-loop") == 0)
+        return oom_loop();
+    if (strcmp(mode, "scattered-free") == 0)
+        return scattered_free();
+    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free\n");
+    return 2;
+}
