@@ -12,6 +12,10 @@ typedef hipIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuIpcOpenMemHandle(p, h) hipIpcOpenMemHandle((p), (h), hipIpcMemLazyEnablePeerAccess)
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define GPU_IPC_REFUSED hipErrorInvalidValue
+static inline hipError_t gpuMemGetAddressRange(void **base, size_t *size, void *p)
+{
+    return hipMemGetAddressRange((hipDeviceptr_t *)base, size, (hipDeviceptr_t)p);
+}
 #elif defined(GPU_DRIVER)
 typedef CUipcMemHandle gpuIpcMemHandle_t;
 #define GPU_IPC_REFUSED CUDA_ERROR_INVALID_VALUE
@@ -34,12 +38,35 @@ static inline CUresult gpuIpcCloseMemHandle(void *p)
     gpu_drv_thread();
     return cuIpcCloseMemHandle(gpu_dptr(p));
 }
+static inline CUresult gpuMemGetAddressRange(void **base, size_t *size, void *p)
+{
+    gpu_drv_thread();
+    CUdeviceptr b = 0;
+    CUresult e = cuMemGetAddressRange(&b, size, gpu_dptr(p));
+    *base = (void *)(uintptr_t)b;
+    return e;
+}
 #else
 typedef cudaIpcMemHandle_t gpuIpcMemHandle_t;
 #define gpuIpcGetMemHandle cudaIpcGetMemHandle
 #define gpuIpcOpenMemHandle(p, h) cudaIpcOpenMemHandle((p), (h), cudaIpcMemLazyEnablePeerAccess)
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
 #define GPU_IPC_REFUSED cudaErrorInvalidValue
+/* The runtime has no range query: programs that need one (UCX) ask the driver, as here. */
+static inline cudaError_t gpuMemGetAddressRange(void **base, size_t *size, void *p)
+{
+    typedef int (*range_fn)(unsigned long long *, size_t *, unsigned long long);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = lib ? dlsym(lib, "cuMemGetAddressRange_v2") : NULL;
+    if (sym == NULL)
+        return cudaErrorNotSupported;
+    range_fn f;
+    memcpy(&f, &sym, sizeof f);
+    unsigned long long b = 0;
+    int e = f(&b, size, (unsigned long long)(uintptr_t)p);
+    *base = (void *)(uintptr_t)b;
+    return e == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
 #endif
 
 #endif

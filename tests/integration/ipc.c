@@ -6,7 +6,11 @@
  * or fails with the documented code. A block that starts its own segment exports as it is;
  * later blocks of a process that exported one must export correctly. The importer is this program again (ipc_peer.h), with the cache preloaded
  * (argument "shim") or without it ("plain"); it must also find that imported memory is never
- * the cache's: freeing it is the runtime's own refusal, closing it works. */
+ * the cache's: freeing it is the runtime's own refusal, closing it works.
+ * Mode "ucx" follows UCX's cuda_ipc transport (and CUDA-aware MPI over it): the range of a
+ * small block is queried, the range's base exported, and the importer reads and writes at the
+ * base plus the block's offset. Under the cache the base is the segment's, which another block
+ * starts: the export must work and the importer see the block's own bytes. */
 #include "gpu_ipc.h"
 #include "ipc_peer.h"
 
@@ -39,13 +43,18 @@ static int seed_of(const void *d)
     return seed;
 }
 
-/* The importer: the handle must open at the bytes of pattern `want`. It writes `want + 1`. */
-static int importer(const char *hex, int want)
+/* The importer: the handle must open at the bytes of pattern `want` (at `offset` into the
+ * exported range: "want@offset"). It writes `want + 1` there. */
+static int importer(const char *hex, const char *arg)
 {
     gpuIpcMemHandle_t h;
-    void *p = NULL;
+    void *base = NULL;
+    int want = atoi(arg);
+    const char *at = strchr(arg, '@');
+    size_t offset = at ? (size_t)strtoull(at + 1, NULL, 10) : 0;
     EXPECT(ipc_peer_unhex(hex, &h) == 0);
-    CHECK(gpuIpcOpenMemHandle(&p, h));
+    CHECK(gpuIpcOpenMemHandle(&base, h));
+    void *p = (char *)base + offset;
     int seen = seed_of(p);
     if (seen != want) {
         fprintf(stderr, "importer: expected the exported block's bytes (pattern %d), saw %s %d\n",
@@ -53,8 +62,33 @@ static int importer(const char *hex, int want)
         return 3;
     }
     fill(p, want + 1);
-    EXPECT(gpuFree(p) != gpuSuccess); /* the runtime's refusal: never the cache's block */
-    CHECK(gpuIpcCloseMemHandle(p));
+    EXPECT(gpuFree(base) != gpuSuccess); /* the runtime's refusal: never the cache's block */
+    CHECK(gpuIpcCloseMemHandle(base));
+    return 0;
+}
+
+/* UCX's pattern: query the block's range, export its base, send the offset. */
+static int ucx_pattern(void)
+{
+    void *a = NULL, *b = NULL, *base = NULL;
+    size_t size = 0;
+    CHECK(gpuMalloc(&a, SIZE));
+    CHECK(gpuMalloc(&b, SIZE));
+    fill(a, 10);
+    fill(b, 20);
+    CHECK(gpuMemGetAddressRange(&base, &size, b));
+    size_t offset = (size_t)((char *)b - (char *)base);
+    EXPECT((char *)b >= (char *)base && offset + SIZE <= size);
+    gpuIpcMemHandle_t h;
+    CHECK(gpuIpcGetMemHandle(&h, base));
+    char arg[48];
+    snprintf(arg, sizeof arg, "20@%zu", offset);
+    EXPECT(ipc_peer_run("shim", &h, arg, 0) == 0);
+    EXPECT(seed_of(b) == 21); /* what the importer wrote, where it belongs */
+    EXPECT(seed_of(a) == 10);
+    CHECK(gpuFree(a));
+    CHECK(gpuFree(b));
+    puts("ipc: the range's base exported, the block read and written at its offset");
     return 0;
 }
 
@@ -100,9 +134,11 @@ static int device_full_after_export(void)
 int main(int argc, char **argv)
 {
     if (argc == 4)
-        return importer(argv[2], atoi(argv[3]));
+        return importer(argv[2], argv[3]);
     if (argc > 1 && strcmp(argv[1], "full") == 0)
         return device_full_after_export();
+    if (argc > 1 && strcmp(argv[1], "ucx") == 0)
+        return ucx_pattern();
     int plain_importer = argc > 1 && strcmp(argv[1], "plain") == 0;
     void *a = NULL, *b = NULL, *c = NULL, *big = NULL;
     CHECK(gpuMalloc(&a, SIZE));

@@ -37,6 +37,21 @@ API hipError_t hipFree(void *p) { return hip_ret(sd_free(p)); }
 API hipError_t hipMallocAsync(void **p, size_t n, hipStream_t s) { return hip_ret(sd_malloc_async(p, n, s, 0)); }
 /* Stream-ordered free: takes effect when the stream reaches it. */
 API hipError_t hipFreeAsync(void *p, hipStream_t s) { return hip_ret(sd_free_async(p, s, 0)); }
+/* Base and size of the device allocation holding p; an address in none is an invalid value
+ * here (ROCm answers hipErrorNotFound or hipErrorInvalidValue, by release). */
+API hipError_t hipMemGetAddressRange(void **base, size_t *size, void *p)
+{
+    void *b;
+    size_t n;
+    int rc = sd_alloc_range(p, &b, &n);
+    if (rc != SD_OK)
+        return hip_ret(SD_EINVAL);
+    if (base)
+        *base = b;
+    if (size)
+        *size = n;
+    return hip_ret(SD_OK);
+}
 /* Free and total memory of the current device. */
 API hipError_t hipMemGetInfo(size_t *f, size_t *t) { return hip_ret(sd_mem_info(f, t)); }
 /* Pinned host memory (plain host memory here). */
