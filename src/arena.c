@@ -113,8 +113,10 @@ static void add_stream(ca_device *d, ca_stream_t s)
     if (d->nstreams == d->cap_streams) {
         int ncap = d->cap_streams ? d->cap_streams * 2 : 8;
         ca_stream_t *n = realloc(d->streams, (size_t)ncap * sizeof *n);
-        if (!n)
+        if (!n) {
+            d->streams_lost = true;
             return;
+        }
         d->streams = n;
         d->cap_streams = ncap;
     }

@@ -79,6 +79,7 @@ static void free_device_state(ca_device *d)
     free(d->streams);
     d->streams = NULL;
     d->nstreams = d->cap_streams = 0;
+    d->streams_lost = false;
     free(d->dying);
     d->dying = NULL;
     d->ndying = d->cap_dying = 0;

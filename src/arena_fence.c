@@ -79,7 +79,7 @@ static uint64_t fenced_upto(const ca_device *d)
 
 bool ca_fence_record(ca_arena *a, ca_device *d)
 {
-    if (ca_hushed(a, d))
+    if (ca_hushed(a, d) || d->streams_lost)
         return false;
     if (!d->pend_tail || d->unfenced_max_seq <= fenced_upto(d) ||
         d->unfenced_max_seq <= d->synced_seq)

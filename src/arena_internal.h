@@ -130,6 +130,9 @@ typedef struct ca_device {
     uint64_t synced_seq;      /* frees up to here completed (device synchronized) */
     ca_stream_t *streams;     /* live streams in the fence set               */
     int nstreams, cap_streams;
+    /* A non-blocking stream could not be added to `streams` (no host memory): no fence can
+     * cover it, so none is taken, and frees wait for a device synchronization. */
+    bool streams_lost;
     ca_dying *dying;
     int ndying, cap_dying;
     uint64_t dying_stamp;
