@@ -1,6 +1,7 @@
 /* One runtime (CUDA or HIP) as the shim sees it: the real functions it forwards to, the numeric
  * codes it answers with and its special stream handles. front.c and backend.c hold every piece
- * of logic and work on a descriptor only; cuda.c and hip.c each define one descriptor.
+ * of logic and work on a descriptor only; driver_runtime.c (CUDA) and hip.c each define one
+ * descriptor.
  *
  * Handles (streams, events) are opaque void * here. The real prototypes take typed pointers
  * (struct CUstream_st *, struct ihipStream_t *); on every ABI the shim supports a pointer is a
@@ -114,7 +115,7 @@ typedef struct ca_rt_codes {
 } ca_rt_codes;
 
 typedef struct ca_runtime {
-    /* Constant description, filled by cuda.c / hip.c. */
+    /* Constant description, filled by driver_runtime.c / hip.c. */
     const char *api;             /* "cuda" or "hip": the stats segment's API name          */
     const char *door;            /* for CACHEALLOC_VERBOSE: where the calls are served      */
     const char *real_what;       /* ... and what the real functions are ("driver")          */
