@@ -12,11 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 builddir=build
-setup_args=()
+# Every build of the test command checks the arena's invariants as it runs (src/ca_assert.h).
+setup_args=(-Dassertions=true)
 if [ "${1:-}" = "--sanitize" ]; then
     shift
     builddir=build-asan
-    setup_args=(-Db_sanitize=address,undefined -Db_lundef=false)
+    setup_args+=(-Db_sanitize=address,undefined -Db_lundef=false)
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 elif [ "${1:-}" = "--fuzz" ]; then
     shift
@@ -26,7 +27,7 @@ elif [ "${1:-}" = "--fuzz" ]; then
 elif [ "${1:-}" = "--tsan" ]; then
     shift
     builddir=build-tsan
-    setup_args=(-Db_sanitize=thread -Db_lundef=false)
+    setup_args+=(-Db_sanitize=thread -Db_lundef=false)
     # A report makes the program exit 66 at its end: its test fails. No suppressions.
     export TSAN_OPTIONS="second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 fi

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
+#include "ca_assert.h"
 #include "arena_tcache.h"
 
 uint64_t ca_device_sync_begin(ca_arena *a, int dev)
@@ -216,6 +217,10 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
         return 0;
     ca_lock_acquire(&d->lock);
     *out = d->st;
+    /* Every reserved byte is in exactly one state (thread caches' blocks count as allocated
+     * until ca_tc_adjust_stats below). */
+    ca_assert(d->st.reserved_bytes ==
+              d->st.allocated_bytes + d->st.cached_bytes + d->st.pending_bytes);
     /* What one request could get: unmerged neighbours count as the block they would form. */
     ca_device_consolidate(d);
     out->largest_free_block = ca_device_largest_free(d);

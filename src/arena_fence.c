@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {
@@ -66,6 +67,7 @@ static void release_pending(ca_device *d, uint64_t seq)
         else
             d->pend_tail = NULL;
         b->lnext = b->lprev = NULL;
+        ca_assert(b->state == BLOCK_PENDING && d->st.pending_bytes >= b->size);
         d->st.pending_bytes -= b->size;
         b->free_seq = 0; /* its fence completed: safe for every stream */
         ca_block_free(d, b);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
@@ -232,6 +233,7 @@ void ca_segment_move(ca_segment *seg, ca_pool *to)
  * linked after b. */
 void ca_block_split(ca_block *b, ca_block *rest, size_t first)
 {
+    ca_assert(first > 0 && first < b->size);
     rest->addr = b->addr + first;
     rest->size = b->size - first;
     rest->seg = b->seg;
@@ -248,6 +250,9 @@ void ca_block_split(ca_block *b, ca_block *rest, size_t first)
 /* Absorb right into left (adjacent, same state): left grows, right's struct is recycled. */
 void ca_block_merge(ca_device *d, ca_block *left, ca_block *right)
 {
+    /* Blocks tile their segment: neighbours touch, and only like merges with like. */
+    ca_assert(left->next == right && right->prev == left && left->seg == right->seg);
+    ca_assert(left->addr + left->size == right->addr && left->state == right->state);
     left->size += right->size;
     left->next = right->next;
     if (right->next)
@@ -261,6 +266,10 @@ ca_block *ca_block_free(ca_device *d, ca_block *b)
 {
     ca_segment *seg = b->seg;
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
+    /* Freed once: a block already free, or with no memory behind it, is never freed again. */
+    ca_assert(b->state == BLOCK_ALLOC || b->state == BLOCK_PENDING || b->state == BLOCK_FAST);
+    ca_assert(b->prev ? b->prev->addr + b->prev->size == b->addr : b->addr == seg->base);
+    ca_assert(b->next ? b->addr + b->size == b->next->addr : b->addr + b->size == seg->base + seg->size);
     b->state = BLOCK_FREE;
     d->st.cached_bytes += b->size;
     if (b->prev && b->prev->state == BLOCK_FREE) {
@@ -292,6 +301,7 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
 {
     ca_segment *seg = b->seg;
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
+    ca_assert(b->state == BLOCK_FREE && b->size >= rounded);
     ca_block_unfree(d, b);
     /* A block of 64 KiB or more starts aligned: the bytes in front stay a free block. */
     size_t pad = ca_align_pad(b->addr, rounded, a->cfg.big_align);
