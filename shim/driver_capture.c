@@ -26,7 +26,7 @@ static ca_rt_err begin(const char *name, cuabi_stream_t s, int mode, int ptsz)
     if (f == NULL)
         return CUABI_ERROR_NOT_FOUND;
     ca_runtime *rt = &ca_drv_rt;
-    int open = ca_door_open(rt) == 0;
+    int open = ca_cache_ready(rt);
     if (open)
         ca_capture_will_begin(rt);
     ca_rt_err e = mode < 0 ? ((begin_v1_fn)f)(s) : ((begin_v2_fn)f)(s, (cuabi_capture_enum)mode);
@@ -42,7 +42,7 @@ static ca_rt_err end(const char *name, cuabi_stream_t s, cuabi_graph_t *graph, i
         return CUABI_ERROR_NOT_FOUND;
     ca_rt_err e = ((end_fn)f)(s, graph);
     ca_runtime *rt = &ca_drv_rt;
-    if (ca_door_open(rt) == 0)
+    if (ca_cache_ready(rt))
         ca_capture_ended(rt, s, ptsz, e);
     return e;
 }
@@ -69,7 +69,7 @@ ca_rt_err cuThreadExchangeStreamCaptureMode(cuabi_capture_enum *mode)
     cuabi_capture_enum want = mode != NULL ? *mode : 0;
     ca_rt_err e = ((exchange_fn)f)(mode);
     ca_runtime *rt = &ca_drv_rt;
-    if (e == CUABI_SUCCESS && ca_door_open(rt) == 0)
+    if (e == CUABI_SUCCESS && ca_cache_ready(rt))
         ca_capture_thread_mode(rt, want);
     return e;
 }

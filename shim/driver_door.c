@@ -111,7 +111,7 @@ ca_rt_err cuCtxSynchronize_v2(cuabi_context_t ctx)
     if (sync == NULL)
         return CUABI_ERROR_NOT_FOUND;
     int slot = -1;
-    if (ca_door_open(&ca_drv_rt) != 0 ||
+    if (!ca_cache_ready(&ca_drv_rt) ||
         (ctx != NULL ? (slot = ca_drv_slot_of(ctx)) : (ca_drv_get_slot(&slot), slot)) < 0)
         return sync(ctx);
     uint64_t token = ca_device_sync_begin(ca_drv_rt.arena, slot);
@@ -140,7 +140,7 @@ static ca_rt_err primary_reset(ca_rt_err (*reset)(int), int dev)
 {
     if (reset == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    if (ca_door_open(&ca_drv_rt) != 0)
+    if (!ca_cache_ready(&ca_drv_rt))
         return reset(dev);
     int slot = ca_drv_primary_slot(dev);
     int live = ca_drv_primary_of(dev) != NULL;
@@ -161,7 +161,7 @@ static ca_rt_err primary_release(ca_rt_err (*release)(int), int dev)
 {
     if (release == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    if (ca_door_open(&ca_drv_rt) != 0)
+    if (!ca_cache_ready(&ca_drv_rt))
         return release(dev);
     int slot = ca_drv_primary_slot(dev);
     ca_rt_err e = release(dev);
@@ -186,7 +186,7 @@ ca_rt_err cuCtxDestroy_v2(cuabi_context_t ctx)
     ca_rt_err (*destroy)(cuabi_context_t) = REAL(ca_rt_err(*)(cuabi_context_t), I_cuCtxDestroy_v2);
     if (destroy == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    int slot = ca_door_open(&ca_drv_rt) == 0 ? ca_drv_slot_of(ctx) : -1;
+    int slot = ca_cache_ready(&ca_drv_rt) ? ca_drv_slot_of(ctx) : -1;
     if (slot >= 0)
         ca_device_resetting(ca_drv_rt.arena, slot);
     ca_rt_err e = destroy(ctx);

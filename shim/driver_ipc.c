@@ -73,7 +73,7 @@ CA_EXPORT ca_rt_err cuIpcGetMemHandle(struct CUipcMemHandle_st *h, cuabi_devicep
         return CUABI_ERROR_NOT_FOUND;
     ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
     ca_place at;
-    if (rt == NULL || ca_door_open(rt) != 0 || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at))
+    if (rt == NULL || !ca_cache_ready(rt) || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at))
         return real(h, p);
     start_dedicating(rt);
     if (at.live && !at.expandable && at.block == at.seg_base)

@@ -129,7 +129,7 @@ ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size)
 ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
 {
     uint64_t gen = ca_lane_start();
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, malloc, (ptr, size));
     if (ptr == NULL || size == 0 || ca_public_bypass())
         return rt->fn.malloc(ptr, size);
@@ -171,7 +171,7 @@ ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
 
 ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, free, (ptr));
     if (ptr == NULL)
         return rt->fn.free(ptr); /* programs create their context this way */
@@ -194,7 +194,7 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
                                      int ptsz)
 {
     uint64_t gen = ca_lane_start();
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return ptsz ? CA_CLOSED(rt, malloc_async_ptsz, (ptr, size, stream))
                     : CA_CLOSED(rt, malloc_async, (ptr, size, stream));
     ca_rt_err (*real)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
@@ -266,7 +266,7 @@ ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr)
 
 ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return ptsz ? CA_CLOSED(rt, free_async_ptsz, (ptr, stream))
                     : CA_CLOSED(rt, free_async, (ptr, stream));
     ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
@@ -322,7 +322,7 @@ static uint64_t limit_of(uint64_t total)
 
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, mem_get_info, (free_bytes, total_bytes));
     ca_rt_err e = rt->fn.mem_get_info(free_bytes, total_bytes);
     int dev = -1;
@@ -361,7 +361,7 @@ void ca_front_forget_device(ca_runtime *rt, int dev)
 
 ca_rt_err ca_front_device_reset(ca_runtime *rt)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, device_reset, ());
     int dev = -1;
     int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
@@ -375,7 +375,7 @@ ca_rt_err ca_front_device_reset(ca_runtime *rt)
 
 ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, device_synchronize, ());
     int dev = -1;
     if (rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
@@ -390,7 +390,7 @@ ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **stream,
                                  unsigned flags, int priority)
 {
-    if (ca_door_open(rt) != 0) {
+    if (!ca_cache_ready(rt)) {
         switch (ctor) {
         case CA_CTOR_PLAIN:
             return CA_CLOSED(rt, stream_create, (stream));
@@ -422,7 +422,7 @@ ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **str
 
 ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, stream_destroy, (stream));
     /* The arena records the stream's last event before the stream goes away. */
     ca_stream_unregister(rt, stream);
@@ -436,7 +436,7 @@ ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
  * wraps): the arena quiet first, the capture remembered after. */
 ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, stream_begin_capture, (stream, mode));
     if (rt->fn.stream_begin_capture == NULL)
         return rt->codes.not_initialized;
@@ -448,7 +448,7 @@ ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode)
 
 ca_rt_err ca_front_end_capture(ca_runtime *rt, void *stream, void **graph)
 {
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, stream_end_capture, (stream, graph));
     if (rt->fn.stream_end_capture == NULL)
         return rt->codes.not_initialized;

@@ -116,7 +116,7 @@ ca_rt_err hipFreeAsync(void *dev_ptr, hipabi_stream_t stream) { return ca_front_
 ca_rt_err hipExtMallocWithFlags(void **ptr, size_t size, unsigned int flags)
 {
     ca_runtime *rt = &hip_rt;
-    if (ca_door_open(rt) != 0)
+    if (!ca_cache_ready(rt))
         return CA_CLOSED(rt, ext_malloc_with_flags, (ptr, size, flags));
     if (rt->fn.ext_malloc_with_flags == NULL)
         return rt->codes.not_initialized;

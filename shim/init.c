@@ -189,27 +189,27 @@ static void open_runtime(ca_runtime *rt)
     }
 }
 
-static CA_SLOW int door_open_slow(ca_runtime *rt)
+static CA_SLOW bool cache_ready_slow(ca_runtime *rt)
 {
     if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
-        return -1;
+        return false;
     atomic_store(&opened[rt->slot], rt);
     pthread_once(&setup_once, setup);
     pthread_mutex_lock(&rt->init_lock);
     if (!atomic_load(&rt->ready) && !atomic_load(&rt->passthrough))
         open_runtime(rt);
-    int ok = atomic_load(&rt->ready);
+    bool ok = atomic_load(&rt->ready);
     pthread_mutex_unlock(&rt->init_lock);
-    return ok ? 0 : -1;
+    return ok;
 }
 
-int ca_door_open(ca_runtime *rt)
+bool ca_cache_ready(ca_runtime *rt)
 {
     if (ca_backend_depth)
-        return -1;
+        return false;
     if (atomic_load_explicit(&rt->ready, memory_order_acquire))
-        return 0;
-    return door_open_slow(rt);
+        return true;
+    return cache_ready_slow(rt);
 }
 
 static int src_device_count(void *ctx)

@@ -3,13 +3,15 @@
 #ifndef CACHEALLOC_SHIM_INIT_H
 #define CACHEALLOC_SHIM_INIT_H
 
+#include <stdbool.h>
+
 #include "runtime.h"
 
-/* Make rt usable: options parsed (once per process), real functions found, arena created.
- * 0 on success; -1 when the cache cannot work, or the call comes from inside one of the
- * cache's own real calls: the caller then passes the call to the real function (CA_CLOSED).
- * Cheap after the first call. */
-int ca_door_open(ca_runtime *rt);
+/* Whether the cache serves this call: rt made usable (options parsed once per process, real
+ * functions found, arena created) and the call not made from inside one of the cache's own
+ * real calls. When false the caller passes the call to the real function (CA_CLOSED). Cheap
+ * after the first call. */
+bool ca_cache_ready(ca_runtime *rt);
 
 /* Start the statistics segment at the first allocation call, if CACHEALLOC_STATS allows it.
  * Cheap after the first call. */
