@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arena_internal.h"
+#include "grow.h"
 #include "clock.h"
 #include "arena_tcache.h"
 
@@ -110,16 +111,12 @@ static void add_stream(ca_device *d, ca_stream_t s)
     for (int i = 0; i < d->nstreams; i++)
         if (d->streams[i] == s)
             return;
-    if (d->nstreams == d->cap_streams) {
-        int ncap = d->cap_streams ? d->cap_streams * 2 : 8;
-        ca_stream_t *n = realloc(d->streams, (size_t)ncap * sizeof *n);
-        if (!n) {
-            d->streams_lost = true;
-            return;
-        }
-        d->streams = n;
-        d->cap_streams = ncap;
+    ca_stream_t *n = ca_grow(d->streams, d->nstreams, &d->cap_streams, sizeof *n, 8);
+    if (!n) {
+        d->streams_lost = true;
+        return;
     }
+    d->streams = n;
     d->streams[d->nstreams++] = s;
 }
 
@@ -135,14 +132,10 @@ static void other_stream(ca_arena *a, ca_device *d)
 
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 {
-    if (d->npools == d->cap_pools) {
-        int ncap = d->cap_pools ? d->cap_pools * 2 : 8;
-        ca_pool **n = realloc(d->pools, (size_t)ncap * sizeof *n);
-        if (!n)
-            return NULL;
-        d->pools = n;
-        d->cap_pools = ncap;
-    }
+    ca_pool **n = ca_grow(d->pools, d->npools, &d->cap_pools, sizeof *n, 8);
+    if (!n)
+        return NULL;
+    d->pools = n;
     ca_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -715,14 +708,10 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
 
 static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
 {
-    if (d->ndying == d->cap_dying) {
-        int ncap = d->cap_dying ? d->cap_dying * 2 : 4;
-        ca_dying *n = realloc(d->dying, (size_t)ncap * sizeof *n);
-        if (!n)
-            return false;
-        d->dying = n;
-        d->cap_dying = ncap;
-    }
+    ca_dying *n = ca_grow(d->dying, d->ndying, &d->cap_dying, sizeof *n, 4);
+    if (!n)
+        return false;
+    d->dying = n;
     ca_event_t ev = ca_event_get(a, d);
     if (!ev)
         return false;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
+#include "grow.h"
 #include "ca_assert.h"
 
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
@@ -31,14 +32,10 @@ ca_event_t ca_event_get(ca_arena *a, ca_device *d)
 
 void ca_event_put(ca_device *d, ca_event_t ev)
 {
-    if (d->nevents == d->cap_events) {
-        int ncap = d->cap_events ? d->cap_events * 2 : 16;
-        ca_event_t *n = realloc(d->events, (size_t)ncap * sizeof *n);
-        if (!n)
-            return; /* leaks one event handle rather than failing a free */
-        d->events = n;
-        d->cap_events = ncap;
-    }
+    ca_event_t *n = ca_grow(d->events, d->nevents, &d->cap_events, sizeof *n, 16);
+    if (!n)
+        return; /* leaks one event handle rather than failing a free */
+    d->events = n;
     d->events[d->nevents++] = ev;
 }
 

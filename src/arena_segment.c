@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena_internal.h"
+#include "grow.h"
 #include "ca_assert.h"
 
 static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -102,14 +103,10 @@ ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr)
  * record would have to go back under the lock. */
 int ca_seg_reserve(ca_device *d)
 {
-    if (d->nsegs < d->cap_segs)
-        return 0;
-    int ncap = d->cap_segs ? d->cap_segs * 2 : 16;
-    ca_segment **n = realloc(d->segs, (size_t)ncap * sizeof *n);
+    ca_segment **n = ca_grow(d->segs, d->nsegs, &d->cap_segs, sizeof *n, 16);
     if (!n)
         return -1;
     d->segs = n;
-    d->cap_segs = ncap;
     return 0;
 }
 
