@@ -312,14 +312,6 @@ ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int 
     return free_async_keyed(rt, real, ptr, stream, key, dev);
 }
 
-/* CACHEALLOC_LIMIT in bytes for a device of total bytes; 0: no limit. The arena computes a
- * percentage the same way. */
-static uint64_t limit_of(uint64_t total)
-{
-    const ca_options *o = ca_shim_options();
-    return o->limit_percent ? total / 100 * o->limit_percent : o->limit_bytes;
-}
-
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes)
 {
     if (!ca_cache_ready(rt))
@@ -334,21 +326,7 @@ ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *tota
         total = *total_bytes;
     else if (rt->fn.mem_get_info(&unused, &total) != rt->codes.success)
         return e;
-    /* Cached blocks are free memory to the program: it can allocate them. */
-    uint64_t reusable = ca_reusable_bytes(rt->arena, dev);
-    uint64_t f = (uint64_t)*free_bytes + reusable;
-    /* Under CACHEALLOC_LIMIT the cache can grow by the room left under the limit only. */
-    uint64_t limit = limit_of(total);
-    if (limit != 0) {
-        ca_dev_stats st;
-        uint64_t reserved = ca_get_stats(rt->arena, dev, &st) ? st.reserved_bytes : 0;
-        uint64_t room = (limit > reserved ? limit - reserved : 0) + reusable;
-        if (room < f)
-            f = room;
-    }
-    if (f > total)
-        f = total;
-    *free_bytes = (size_t)f;
+    *free_bytes = (size_t)ca_free_for_program(rt->arena, dev, *free_bytes, total);
     return e;
 }
 

@@ -70,7 +70,6 @@ ca_device *ca_device_get(ca_arena *a, int dev)
     return d;
 }
 
-static uint64_t share_of(uint64_t total, unsigned percent) { return total / 100 * percent; }
 
 /* First use of a device: limits that depend on its size, and the preallocation. A failed
  * preallocation sets *driver_failed: the runtime recorded an error the caller must clear. */
@@ -83,9 +82,9 @@ static void device_ready(ca_arena *a, ca_device *d, bool *driver_failed)
         size_t fr = 0, total = 0;
         if (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK) {
             if (a->cfg.limit_percent)
-                d->limit = share_of(total, a->cfg.limit_percent);
+                d->limit = ca_share_of(total, a->cfg.limit_percent);
             if (a->cfg.release_percent)
-                d->release_threshold = share_of(total, a->cfg.release_percent);
+                d->release_threshold = ca_share_of(total, a->cfg.release_percent);
         }
     }
     if (a->cfg.prealloc_bytes && a->cfg.pool == CA_POOL_SPLIT) {

@@ -239,6 +239,11 @@ void ca_quiet_end(ca_arena *a);
 /* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */
 uint64_t ca_reusable_bytes(ca_arena *a, int dev);
 
+/* The free memory cudaMemGetInfo reports under the cache, for a device of `total` bytes whose
+ * driver reports driver_free: what the driver has plus what the cache could reuse, no more
+ * than CACHEALLOC_LIMIT leaves the cache room to grow by, never above total. */
+uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_t total);
+
 /* Snapshot of device dev's counters. Returns 0 when the arena never saw dev. */
 int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out);
 

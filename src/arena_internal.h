@@ -362,4 +362,10 @@ bool ca_quiet_refuses(ca_arena *a, ca_device *d);
  * while it waits. */
 bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round);
 
+/* percent% of total, as CACHEALLOC_LIMIT=75% and the release threshold's percentages mean. */
+static inline uint64_t ca_share_of(uint64_t total, unsigned percent)
+{
+    return total / 100 * percent;
+}
+
 #endif
