@@ -501,6 +501,21 @@ def bench(r, deadline):
     return res
 
 
+def probes(r, deadline):
+    """Programs whose output is recorded for a person to read, not judged."""
+    res = {"status": "ok"}
+    prog = os.path.join(r.build, "tests", "gpu", "gpu-thread-ctx")
+    if not os.path.exists(prog):
+        return {"status": "skipped", "why": "tests/gpu/gpu-thread-ctx not built"}
+    for label, env in (("plain", r.env(False)), ("cached", r.env(True))):
+        if time.monotonic() > deadline - 3:
+            break
+        rc, out, _ = r.run([prog], env, min(30, deadline - time.monotonic()))
+        own = "\n".join(l for l in out.splitlines() if not l.startswith("cachealloc"))
+        res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
+    return res
+
+
 def memcheck(r, deadline):
     tool = shutil.which("compute-sanitizer") or next(
         (p for p in glob.glob("/usr/local/cuda*/bin/compute-sanitizer") if os.access(p, os.X_OK)),
@@ -620,6 +635,13 @@ def markdown(rep):
             L += ["", "Demo (alloc_loop): plain %s s, cached %s s; cache %s" % (
                 d.get("plain", {}).get("wall_s"), d.get("cached", {}).get("wall_s"),
                 d.get("cached", {}).get("cache"))]
+    pr = s.get("probes")
+    if pr and "thread_ctx.plain" in pr:
+        L += ["", "## Probes (recorded, not judged)", ""]
+        for k, v in pr.items():
+            if isinstance(v, dict):
+                L += ["%s (exit %s, cache %s):" % (k, v["exit"], v["cache"]), "```",
+                      v["output"].strip(), "```"]
     m = s.get("memcheck")
     if m and "demo.plain" in m:
         L += ["", "## compute-sanitizer memcheck (demo: clean; oob: writes past its block)", ""]
@@ -661,7 +683,7 @@ def print_summary(rep):
         print("%-13s %-8s %7s  %s" % (name, v.get("status"), v.get("seconds", ""), fig[:100]))
 
 
-SECTIONS = ("integration", "frameworks", "libraries", "memcheck", "bench")
+SECTIONS = ("integration", "frameworks", "libraries", "memcheck", "bench", "probes")
 
 
 def write_report(outdir, rep):
@@ -720,7 +742,7 @@ def check_build(args, build, manifest, only):
     # reported as skipped "out of time".
     sections = [("environment", 20, environment), ("integration", 120, integration),
                 ("frameworks", 150, frameworks), ("libraries", 40, libraries),
-                ("memcheck", 40, memcheck), ("bench", 150, bench)]
+                ("memcheck", 40, memcheck), ("bench", 150, bench), ("probes", 15, probes)]
     for name, share, fn in sections:
         if only and name not in only and name != "environment":
             continue
