@@ -74,40 +74,38 @@ static int to_status(const ca_runtime *rt, ca_rt_err e)
     return CA_ERR_BACKEND;
 }
 
+/* The real call `call` made with dev current (and the caller's device restored), a sticky
+ * error it returned noted, answered as the arena's status: every device-bound backend call. */
+#define ON_DEVICE(rt, dev, call)                                        \
+    __extension__({                                                     \
+        int prev_ = enter_device((rt), (dev));                          \
+        ca_rt_err e_ = noted((rt), (dev), REAL(call));                  \
+        leave_device((rt), prev_);                                      \
+        to_status((rt), e_);                                            \
+    })
+
 static int be_alloc(void *ctx, int dev, size_t size, void **out)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.malloc(out, size)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.malloc(out, size));
 }
 
 static int be_release(void *ctx, int dev, void *ptr)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.free(ptr)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.free(ptr));
 }
 
 static int be_event_create(void *ctx, int dev, ca_event_t *out)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_create_with_flags(out, rt->event_flags)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.event_create_with_flags(out, rt->event_flags));
 }
 
 static int be_event_destroy(void *ctx, int dev, ca_event_t ev)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.event_destroy(ev)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.event_destroy(ev));
 }
 
 /* The arena records events on every pool of a device from whichever thread calls it; the
@@ -187,19 +185,13 @@ static int be_stream_wait_event(void *ctx, int dev, ca_stream_t s, ca_event_t ev
 static int be_device_synchronize(void *ctx, int dev)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.device_synchronize()));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.device_synchronize());
 }
 
 static int be_mem_info(void *ctx, int dev, size_t *free_bytes, size_t *total_bytes)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_get_info(free_bytes, total_bytes)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_get_info(free_bytes, total_bytes));
 }
 
 static void be_clear_error(void *ctx)
@@ -240,19 +232,13 @@ static int be_vmm_granularity(void *ctx, int dev, size_t *out)
 static int be_vmm_reserve(void *ctx, int dev, size_t size, void **out)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_address_reserve(out, size, 0, NULL, 0)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_address_reserve(out, size, 0, NULL, 0));
 }
 
 static int be_vmm_free(void *ctx, int dev, void *base, size_t size)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_address_free(base, size)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_address_free(base, size));
 }
 
 static int be_vmm_create(void *ctx, int dev, size_t size, uint64_t *handle)
@@ -272,28 +258,19 @@ static int be_vmm_create(void *ctx, int dev, size_t size, uint64_t *handle)
 static int be_vmm_release(void *ctx, int dev, uint64_t handle)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_release((void *)(uintptr_t)handle)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_release((void *)(uintptr_t)handle));
 }
 
 static int be_vmm_map(void *ctx, int dev, void *addr, size_t size, uint64_t handle)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_map(addr, size, 0, (void *)(uintptr_t)handle, 0)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_map(addr, size, 0, (void *)(uintptr_t)handle, 0));
 }
 
 static int be_vmm_unmap(void *ctx, int dev, void *addr, size_t size)
 {
     ca_runtime *rt = ctx;
-    int prev = enter_device(rt, dev);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_unmap(addr, size)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return ON_DEVICE(rt, dev, rt->fn.mem_unmap(addr, size));
 }
 
 /* Only the owning device gets access: peers would need their own descriptors, and a program's
