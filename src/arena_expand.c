@@ -214,6 +214,10 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     size_t map = 0, fr = 0, total = 0;
     ca_block *h = pick_in_ranges(a, d, p, rounded, small, &map);
     if (!h) {
+        /* A request no empty range could hold (larger than the device) opens none: each
+         * attempt would leave another reservation behind. */
+        if (rounded > d->vmm_range - a->cfg.big_align)
+            return NULL;
         ca_segment *s = range_new(a, d, p, small);
         if (!s || !(h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &map)))
             return NULL;

@@ -158,6 +158,21 @@ static void test_full_range_opens_another(void **state)
     assert_exact(f);
 }
 
+/* A request larger than the device fails each time without leaving a reservation behind. */
+static void test_oversized_request_opens_no_range(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    int reserves = f->dev.reserves;
+    for (int i = 0; i < 3; i++) {
+        void *p = NULL;
+        assert_int_equal(ca_malloc(f->a, 0, 100 * MiB, NULL, CA_API_PLAIN, &p), CA_ERR_OOM);
+    }
+    assert_int_equal(f->dev.reserves, reserves);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
 /* The same traffic over plain segments: the cache holds 32 MiB and cannot serve 8. */
 static void test_plain_segments_fail_the_same_request(void **state)
 {
@@ -376,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ladder_unmaps_free_pages_between_live_blocks, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_range_opens_another, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_request_opens_no_range, setup, teardown),
         cmocka_unit_test(test_plain_segments_fail_the_same_request),
         cmocka_unit_test_setup_teardown(test_unmapping_waits_for_work_on_the_pages, setup,
                                         teardown),
