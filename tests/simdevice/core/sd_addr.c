@@ -134,7 +134,7 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         return rc;
     size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
     size_t ps = page_size();
-    if (n > d->range || rsize > sd_cfg.memory - d->used) {
+    if (n > d->range || !sd_dev_fits(d, rsize)) {
         d->c.oom++;
         return SD_ENOMEM;
     }
@@ -152,10 +152,7 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         d->c.oom++;
         return SD_ENOMEM;
     }
-    d->used += rsize;
-    d->c.reserved_bytes = d->used;
-    if (d->used > d->c.peak_reserved_bytes)
-        d->c.peak_reserved_bytes = d->used;
+    sd_dev_grow(d, rsize);
     *out = (void *)at;
     return SD_OK;
 }
@@ -188,13 +185,14 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
         mprotect((void *)addr, span, PROT_NONE);
     }
     pthread_rwlock_unlock(&d->access);
-    d->used -= rsize;
-    d->c.reserved_bytes = d->used;
     d->freed[d->freed_next % 64].addr = addr;
     d->freed[d->freed_next % 64].size = size;
     d->freed_next++;
+    /* Bytes back in a pool stay the device's: other processes never see them free meanwhile. */
     if (pool)
         sd_pool_returned(pool, rsize);
+    else
+        sd_dev_shrink(d, rsize);
 }
 
 /* Why graph memory a refuses an access now, or NULL: it is accessible only between a launch's

@@ -94,6 +94,18 @@ static long env_int(const char *name, long def, long lo, long hi, const char *ac
     return x;
 }
 
+/* A name for SIMDEV_SHARED: it becomes part of a file name, so only [A-Za-z0-9_-]{1,64}. */
+static const char *env_name(const char *name)
+{
+    const char *v = env_value(name);
+    size_t n = v ? strlen(v) : 0;
+    if (!v || (n <= 64 && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                    "0123456789_-") == n))
+        return v;
+    bad(name, v, "1 to 64 letters, digits, '_' or '-'", "(not shared)");
+    return NULL;
+}
+
 static void cfg_read(void)
 {
     sd_cfg.devices = (int)env_int("SIMDEV_DEVICES", 1, 0, SD_MAX_DEVICES,
@@ -119,6 +131,7 @@ static void cfg_read(void)
     sd_cfg.fail_event_record_rate = env_rate("SIMDEV_FAIL_EVENT_RECORD_RATE");
     sd_cfg.fail_seed = env_int("SIMDEV_FAIL_SEED", 1, 0, LONG_MAX, "an integer >= 0", "1");
     sd_cfg.sync_delay_us = env_us("SIMDEV_SYNC_DELAY_US", 0, "0");
+    sd_cfg.shared = env_name("SIMDEV_SHARED");
     const char *f = getenv("SIMDEV_COUNTERS_FILE");
     sd_cfg.counters_file = (f && *f) ? f : NULL;
 }

@@ -28,6 +28,7 @@ struct sd_config {
     double fail_alloc_rate, fail_event_create_rate, fail_event_record_rate;
     long fail_seed;
     double sync_delay_us;
+    const char *shared; /* SIMDEV_SHARED: the name processes share the devices under, or NULL */
 };
 extern struct sd_config sd_cfg;
 /* Reads SIMDEV_* once; safe to call any number of times. */
@@ -108,6 +109,17 @@ void sd_table_remove(struct sd_table *t, uintptr_t addr);
 int sd_dev_place(struct sd_device *d, size_t span, uintptr_t *out);
 /* Carves and maps a device allocation; SD_ENOMEM when capacity or address space is exhausted. */
 int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out);
+/* A device's capacity, shared with the other processes of SIMDEV_SHARED when set (sd_share.c).
+ * All under sd_lock. */
+/* True when n more bytes fit on d beside what this and live other processes use; they are then
+ * claimed for this process (others count them) until its use of d next changes. */
+bool sd_dev_fits(struct sd_device *d, size_t n);
+/* The bytes of d that neither this process nor a live other one uses (cuMemGetInfo's free). */
+size_t sd_dev_free(const struct sd_device *d);
+/* Adds n bytes to d's use (its counters and this process's share of it). */
+void sd_dev_grow(struct sd_device *d, size_t n);
+/* Takes n bytes off d's use (its counters and this process's share of it). */
+void sd_dev_shrink(struct sd_device *d, size_t n);
 /* Unmaps and forgets a live allocation. Under sd_lock. */
 void sd_dev_release(struct sd_device *d, uintptr_t addr);
 /* Puts the reserved, inaccessible range back over an exported or imported allocation's span
@@ -138,7 +150,8 @@ struct sd_pool;
 /* Allocates n bytes from pool p (NULL: device d's current pool) on p's device: the pool's kept
  * bytes first, then new capacity; SD_ENOMEM beyond the pool's maximum or the device. */
 int sd_pool_alloc(struct sd_pool *p, struct sd_device *d, size_t n, void **out);
-/* An allocation of rsize bytes came back to p: kept, or gone with a destroyed pool. */
+/* An allocation of rsize bytes came back to p: kept (still counted on the device), or given
+ * back to the device with a destroyed pool. */
 void sd_pool_returned(struct sd_pool *p, size_t rsize);
 /* A synchronization: every pool gives back what it keeps beyond its threshold. Which pool a
  * real driver trims at which synchronization is not documented: all of them is the simplest

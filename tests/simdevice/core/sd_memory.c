@@ -200,7 +200,7 @@ int sd_mem_info(size_t *free_bytes, size_t *total)
         return SD_EINVAL;
     pthread_mutex_lock(&sd_lock);
     *total = sd_cfg.memory;
-    *free_bytes = sd_cfg.memory - sd_cur()->used;
+    *free_bytes = sd_dev_free(sd_cur());
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;
 }
@@ -216,7 +216,7 @@ int sd_host_alloc(void **p, size_t n, int managed)
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
     size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
-    if (managed && rsize > sd_cfg.memory - d->used) {
+    if (managed && !sd_dev_fits(d, rsize)) {
         d->c.oom++;
         rc = SD_ENOMEM;
     } else {
@@ -226,10 +226,7 @@ int sd_host_alloc(void **p, size_t n, int managed)
         if (sd_table_insert(&host_allocs, &a) != 0) {
             rc = SD_ENOMEM;
         } else if (managed) {
-            d->used += rsize;
-            d->c.reserved_bytes = d->used;
-            if (d->used > d->c.peak_reserved_bytes)
-                d->c.peak_reserved_bytes = d->used;
+            sd_dev_grow(d, rsize);
         }
     }
     pthread_mutex_unlock(&sd_lock);
@@ -268,8 +265,7 @@ int sd_host_free(void *p)
         count_bad_free(d);
         rc = SD_EBADFREE;
     } else {
-        d->used -= a->rsize;
-        d->c.reserved_bytes = d->used;
+        sd_dev_shrink(d, a->rsize);
         sd_table_remove(&host_allocs, (uintptr_t)p);
     }
     pthread_mutex_unlock(&sd_lock);

@@ -65,23 +65,23 @@ void sd_pool_give_back(struct sd_pool *p, size_t n)
 static void trim_to(struct sd_pool *p, uint64_t reserve)
 {
     size_t keep = reserve > p->used ? (size_t)(reserve - p->used) : 0;
-    if (p->kept > keep)
-        sd_pool_give_back(p, p->kept - keep);
+    if (p->kept > keep) {
+        size_t n = p->kept - keep;
+        p->kept -= n;
+        sd_dev_shrink(p->dev, n);
+    }
 }
 
 void sd_pool_returned(struct sd_pool *p, size_t rsize)
 {
     p->used -= rsize;
-    if (p->destroyed) {
-        if (!p->used)
-            free(p);
+    if (!p->destroyed) {
+        p->kept += rsize;
         return;
     }
-    p->kept += rsize;
-    p->dev->used += rsize;
-    p->dev->c.reserved_bytes = p->dev->used;
-    if (p->dev->used > p->dev->c.peak_reserved_bytes)
-        p->dev->c.peak_reserved_bytes = p->dev->used;
+    sd_dev_shrink(p->dev, rsize);
+    if (!p->used)
+        free(p);
 }
 
 void sd_pool_sync_trim(void)

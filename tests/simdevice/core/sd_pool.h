@@ -24,7 +24,9 @@ struct sd_pool {
 struct sd_pool *sd_pool_current_of(struct sd_device *d);
 /* The live pool a program's handle names, or NULL. */
 struct sd_pool *sd_pool_lookup(const void *handle);
-/* Moves `n` kept bytes of p back to its device's free capacity. */
+/* Moves `n` kept bytes of p back to its device's free capacity for the allocation that follows
+ * at once; other processes are not told (sd_dev_fits claims them again, or sd_dev_grow puts
+ * them back). */
 void sd_pool_give_back(struct sd_pool *p, size_t n);
 
 #endif

@@ -21,8 +21,7 @@ int sd_pool_alloc(struct sd_pool *p, struct sd_device *d, size_t n, void **out)
     int rc = sd_dev_alloc(d, n, true, out);
     if (rc) {
         p->kept += take;
-        d->used += take;
-        d->c.reserved_bytes = d->used;
+        sd_dev_grow(d, take);
         return rc;
     }
     struct sd_alloc *a = sd_table_find_start(&d->allocs, (uintptr_t)*out);

@@ -42,7 +42,7 @@ static int file_range(size_t size, off_t *out)
 
 int vmm_phys_new(struct sd_device *d, size_t size, struct vmm_phys **out)
 {
-    if (size > sd_cfg.memory - d->used) {
+    if (!sd_dev_fits(d, size)) {
         d->c.oom++;
         return SD_ENOMEM;
     }
@@ -58,10 +58,7 @@ int vmm_phys_new(struct sd_device *d, size_t size, struct vmm_phys **out)
     if (all)
         all->prev = ph;
     all = ph;
-    d->used += size;
-    d->c.reserved_bytes = d->used;
-    if (d->used > d->c.peak_reserved_bytes)
-        d->c.peak_reserved_bytes = d->used;
+    sd_dev_grow(d, size);
     *out = ph;
     return SD_OK;
 }
@@ -84,9 +81,7 @@ void vmm_phys_put(struct vmm_phys *ph)
     if (!ph->released || ph->maps)
         return;
     fallocate(memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, ph->file_off, (off_t)ph->size);
-    struct sd_device *d = &sd_dev[ph->dev];
-    d->used -= ph->size;
-    d->c.reserved_bytes = d->used;
+    sd_dev_shrink(&sd_dev[ph->dev], ph->size);
     if (ph->prev)
         ph->prev->next = ph->next;
     else
