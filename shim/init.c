@@ -15,6 +15,7 @@
 #include "dlopen_hook.h"
 #include "lane.h"
 #include "leak.h"
+#include "neighbours.h"
 #include "ptsz_scan.h"
 #include "init.h"
 #include "real.h"
@@ -157,7 +158,12 @@ static void open_runtime(ca_runtime *rt)
         }
         ca_backend be;
         ca_backend_make(rt, &be);
-        rt->arena = ca_arena_create(&be, &config);
+        ca_config mine = config; /* the ladder's last rung asks processes of this API */
+        if (ca_shim_options()->neighbours) {
+            mine.neighbours_api = rt->api;
+            mine.neighbours_wait_ms = CA_NEIGHBOURS_WAIT_MS;
+        }
+        rt->arena = ca_arena_create(&be, &mine);
         if (rt->arena != NULL) {
             if (ca_shim_options()->verbose)
                 ca_verbose_start(stderr, rt, ca_shim_options());

@@ -12,6 +12,7 @@
 #include "grow.h"
 #include "clock.h"
 #include "arena_tcache.h"
+#include "neighbours.h"
 
 static __thread int free_hint; /* device of this thread's last free: tried first */
 static uint64_t next_serial = 1;
@@ -357,10 +358,16 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
     return CA_OK;
 }
 
+/* malloc_slow's answer when the device refused and the neighbours may help (never returned
+ * by ca_malloc). */
+#define ASK_NEIGHBOURS ((ca_status)-1)
+
 /* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
- * a hit in the thread's cache saves no registers and sets up no stack. */
+ * a hit in the thread's cache saves no registers and sets up no stack. last: the final try,
+ * which reports a failure; before it, a refusal by the device answers ASK_NEIGHBOURS. */
 static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, size_t size,
-                                                       ca_stream_t s, unsigned api, void **out)
+                                                       ca_stream_t s, unsigned api, void **out,
+                                                       bool last)
 {
     ca_tc_entry spill[CA_TC_KEPT];
     int nspill = a->tc_on ? ca_tc_spill(a, dev, spill) : 0;
@@ -430,10 +437,17 @@ static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, siz
         return CA_ERR_BACKEND;
     }
     if (!b) {
-        d->st.oom_failures++;
-        warn_oom(a, d, size);
+        /* The device said no within the limit: other processes may hold what it lacks. */
+        bool ask = !last && a->cfg.neighbours_api && (full || driver_failed) &&
+                   ca_within_limit(d, rounded);
+        if (!ask) {
+            d->st.oom_failures++;
+            warn_oom(a, d, size);
+        }
         ca_lock_release(&d->lock);
-        return rc;
+        if (ask && driver_failed && a->be.clear_error)
+            a->be.clear_error(a->be.ctx);
+        return ask ? ASK_NEIGHBOURS : rc;
     }
     b->requested = size;
     d->st.requested_bytes += size;
@@ -458,6 +472,22 @@ static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, siz
     return CA_OK;
 }
 
+/* The ladder's last rung: the neighbours give back what they hold free, within the wait, and
+ * the whole ladder runs once more (it also reports the failure, if that was not enough). */
+static __attribute__((noinline, cold)) ca_status
+malloc_after_neighbours(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
+                        void **out)
+{
+    uint64_t t0 = ca_now_ns();
+    uint64_t given = ca_neighbours_ask(a->cfg.neighbours_api, a->cfg.neighbours_wait_ms);
+    if (a->cfg.verbose)
+        fprintf(stderr,
+                "cachealloc: device %d refused %zu bytes; other processes gave back %" PRIu64
+                " bytes in %.1f ms\n",
+                dev, size, given, (double)(ca_now_ns() - t0) / 1e6);
+    return malloc_slow(a, dev, size, s, api, out, true);
+}
+
 ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
 {
     if (!out)
@@ -467,7 +497,8 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
         return CA_OK;
     if (a->tc_on && ca_tc_take(a, dev, size, s, api, out))
         return CA_OK;
-    return malloc_slow(a, dev, size, s, api, out);
+    ca_status rc = malloc_slow(a, dev, size, s, api, out, false);
+    return rc == ASK_NEIGHBOURS ? malloc_after_neighbours(a, dev, size, s, api, out) : rc;
 }
 
 /* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,

@@ -115,6 +115,12 @@ typedef struct ca_config {
     void *trace_ctx;
     int quiet;                     /* no warning line on stderr (unit tests)              */
     int thread_cache;              /* each thread keeps its own freed blocks for itself   */
+    /* The ladder's last rung (neighbours.h): when the device refuses, other processes of this
+     * API ("cuda", "hip") are asked for what their caches hold free, waiting at most
+     * neighbours_wait_ms. NULL: never ask. */
+    const char *neighbours_api;
+    unsigned neighbours_wait_ms;
+    int verbose;                   /* a line on stderr for each round of asking them      */
 } ca_config;
 
 /* Per-device counters. reserved = allocated + cached + pending holds at every instant. */

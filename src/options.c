@@ -16,7 +16,7 @@
 
 typedef enum opt_id {
     OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
-    OPT_EXPANDABLE, OPT_THREAD_CACHE, OPT_STATS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
+    OPT_EXPANDABLE, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
 typedef enum opt_kind {
@@ -74,6 +74,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_THREAD_CACHE] = {PREFIX "THREAD_CACHE", "thread_cache", K_CHOICE, bool_words, 0,
                           BOOL_ACCEPTED, "1"},
     [OPT_STATS] = {PREFIX "STATS", "stats", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
+    [OPT_NEIGHBOURS] = {PREFIX "NEIGHBOURS", "neighbours", K_CHOICE, bool_words, 0,
+                        BOOL_ACCEPTED, "1"},
     [OPT_LEAK] = {PREFIX "LEAK_CHECK", "leak_check", K_CHOICE, leak_words, 0,
                   "0, 1, stacks (or true, false, on, off, yes, no)", "0"},
     [OPT_TRACE] = {PREFIX "TRACE", "trace", K_PATH, NULL, 0, "a file path", "off"},
@@ -101,6 +103,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_EXPANDABLE: v.choice = o->expandable; break;
     case OPT_THREAD_CACHE: v.choice = o->thread_cache; break;
     case OPT_STATS: v.choice = o->stats; break;
+    case OPT_NEIGHBOURS: v.choice = o->neighbours; break;
     case OPT_LEAK: v.choice = (int)o->leak_check; break;
     case OPT_TRACE: v.path = o->trace_path; break;
     case OPT_VERBOSE: v.choice = o->verbose; break;
@@ -127,6 +130,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     case OPT_EXPANDABLE: o->expandable = v->choice; break;
     case OPT_THREAD_CACHE: o->thread_cache = v->choice; break;
     case OPT_STATS: o->stats = v->choice; break;
+    case OPT_NEIGHBOURS: o->neighbours = v->choice; break;
     case OPT_LEAK: o->leak_check = (ca_leak_mode)v->choice; break;
     case OPT_TRACE: memcpy(o->trace_path, v->path, strlen(v->path) + 1); break; /* fits: checked */
     case OPT_VERBOSE: o->verbose = v->choice; break;
@@ -143,6 +147,7 @@ void ca_options_defaults(ca_options *o) {
     o->max_split = UINT64_MAX;
     o->thread_cache = 1;
     o->stats = 1;
+    o->neighbours = 1;
     o->leak_check = CA_LEAK_OFF;
 }
 
@@ -404,6 +409,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->big_align = CA_BIG_ALIGN_DEFAULT;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;
     c->record_stacks = o->leak_check == CA_LEAK_STACKS;
+    c->verbose = o->verbose;
     /* trace, trace_ctx and quiet stay NULL/0 from the memset: the shim sets them. */
 }
 

@@ -14,17 +14,20 @@
 #define CACHEALLOC_STATS_ABI_H
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
 /* Version 2 gave meaning to two of version 1's spare record words (the device's memory as the
- * driver reports it); the layout is the same, so a version 1 segment still reads, without them. */
-#define CA_STATS_ABI_VERSION 2u
+ * driver reports it); version 3 to the last one (bytes given to neighbours) and to a flag of
+ * the reclaim request. The layout is the same, so older segments still read, without them. */
+#define CA_STATS_ABI_VERSION 3u
 #define CA_STATS_ABI_VERSION_MIN 1u
 #define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
 #define CA_STATS_DEFAULT_DIR "/dev/shm"
@@ -38,12 +41,17 @@
 #define CA_STATS_MAX_SEGMENT (1u << 20)/* readers reject larger files                   */
 
 /* Reclaim requests: the reader sets reclaim_request to (seq << 16) | device code, seq one more
- * than the previous request's, device code 0 for every device or device + 1. The writer
- * answers by storing reclaim_bytes, then reclaim_done = seq (release order). */
+ * than the previous request's, device code 0 for every device or device + 1, plus
+ * CA_STATS_RECLAIM_NEIGHBOUR when another process under the cache asks (version 3 writers
+ * count what they give it). The writer answers by storing reclaim_bytes, then reclaim_done =
+ * seq (release order). A reader may wake the writer with a futex wake on the request word's
+ * low 32 bits (a shared futex; the writer waits on it between its rounds). */
+#define CA_STATS_RECLAIM_NEIGHBOUR 0x8000u
 #define CA_STATS_RECLAIM_SEQ(word) ((word) >> 16)
-#define CA_STATS_RECLAIM_DEV(word) ((int)((word) & 0xffffu) - 1)   /* -1: all devices */
+#define CA_STATS_RECLAIM_DEV(word) ((int)((word) & 0x7fffu) - 1)   /* -1: all devices */
+#define CA_STATS_RECLAIM_FROM_NEIGHBOUR(word) (((word) & CA_STATS_RECLAIM_NEIGHBOUR) != 0)
 #define CA_STATS_RECLAIM_WORD(seq, dev) \
-    (((uint64_t)(seq) << 16) | (uint64_t)((dev) < 0 ? 0u : ((unsigned)(dev) + 1u) & 0xffffu))
+    (((uint64_t)(seq) << 16) | (uint64_t)((dev) < 0 ? 0u : ((unsigned)(dev) + 1u) & 0x7fffu))
 
 /* Per-device statistics, in record order: X(name, kind, help), kind G (gauge) or C (counter).
  * Names equal the fields of ca_dev_stats (src/arena.h); the writer static-asserts the match. */
@@ -80,7 +88,8 @@ enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
 
 /* One device. seq is the seqlock word; in_use is 0 for a slot the process never used.
  * mem_*: the device's total and free memory as the driver (runtime) answered the monitor
- * thread at its last period; 0 total: not known yet, or the question failed (version 2). */
+ * thread at its last period; 0 total: not known yet, or the question failed (version 2).
+ * given_bytes: released at other processes' requests, a counter (version 3). */
 typedef struct ca_stats_record {
     uint64_t seq;
     uint32_t device;
@@ -88,7 +97,7 @@ typedef struct ca_stats_record {
     ca_stats_values v;
     uint64_t mem_total_bytes;
     uint64_t mem_free_bytes;
-    uint64_t spare[1];
+    uint64_t given_bytes;
 } ca_stats_record;
 
 typedef struct ca_stats_header {
@@ -117,6 +126,7 @@ _Static_assert(sizeof(ca_stats_values) == CA_STATS_NFIELDS * 8, "values are pack
 _Static_assert(offsetof(ca_stats_record, v) == 16, "record layout");
 _Static_assert(offsetof(ca_stats_record, mem_total_bytes) == 168, "record layout");
 _Static_assert(offsetof(ca_stats_record, mem_free_bytes) == 176, "record layout");
+_Static_assert(offsetof(ca_stats_record, given_bytes) == 184, "record layout");
 _Static_assert(sizeof(ca_stats_record) == 192, "record size");
 _Static_assert(offsetof(ca_stats_header, abi_version) == 8, "header layout");
 _Static_assert(offsetof(ca_stats_header, device_capacity) == 20, "header layout");
@@ -130,6 +140,27 @@ _Static_assert(offsetof(ca_stats_header, api) == 128, "header layout");
 _Static_assert(offsetof(ca_stats_header, config) == 144, "header layout");
 _Static_assert(offsetof(ca_stats_header, cmdline) == 384, "header layout");
 _Static_assert(sizeof(ca_stats_header) == 1024, "header size");
+
+/* Post a reclaim request of device code dev (-1: all) to a mapped header, flags or'ed into
+ * the device code (CA_STATS_RECLAIM_NEIGHBOUR or 0): the request's seq, for polling
+ * reclaim_done. Shared by every reader that asks, so that all number requests alike. */
+static inline uint64_t ca_stats_reclaim_post(ca_stats_header *h, int dev, unsigned flags)
+{
+    uint64_t cur = __atomic_load_n(&h->reclaim_request, __ATOMIC_RELAXED);
+    for (;;) {
+        uint64_t done = __atomic_load_n(&h->reclaim_done, __ATOMIC_ACQUIRE);
+        uint64_t last = CA_STATS_RECLAIM_SEQ(cur);
+        uint64_t seq = (last > done ? last : done) + 1;
+        if (seq > (UINT64_MAX >> 16))
+            seq = 1;
+        uint64_t want = CA_STATS_RECLAIM_WORD(seq, dev) | flags;
+        if (__atomic_compare_exchange_n(&h->reclaim_request, &cur, want, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+            syscall(SYS_futex, (uint32_t *)&h->reclaim_request, FUTEX_WAKE, 1, NULL, NULL, 0);
+            return seq;
+        }
+    }
+}
 
 /* The start_time of process pid (0: this process) as the header records it: field 22 of
  * /proc/<pid>/stat, counted from the last ')' since the command name may hold spaces and

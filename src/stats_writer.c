@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ typedef struct writer_state {
     uint64_t mem_total[CA_STATS_DEVICE_CAPACITY];
     uint64_t mem_free[CA_STATS_DEVICE_CAPACITY];
     unsigned char in_use[CA_STATS_DEVICE_CAPACITY]; /* as the last snapshot saw them */
+    uint64_t given[CA_STATS_DEVICE_CAPACITY]; /* released at neighbours' requests (atomic) */
 } writer_state;
 
 /* lock: start/stop. pub_lock: every write of records (short; never across a blocking call).
@@ -151,8 +154,10 @@ static void put64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_REL
 /* Seqlock write of one record: odd while inside, even when done. One writer at a time
  * (g_pub_lock). */
 static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int in_use,
-                         uint64_t mem_total, uint64_t mem_free)
+                         const writer_state *st)
 {
+    uint64_t mem_total = in_use ? __atomic_load_n(&st->mem_total[dev], __ATOMIC_RELAXED) : 0;
+    uint64_t mem_free = in_use ? __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED) : 0;
     uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&r->device, (uint32_t)dev, __ATOMIC_RELEASE);
@@ -162,6 +167,7 @@ static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int
 #undef CA_PUT_FIELD_
     put64(&r->mem_total_bytes, mem_total);
     put64(&r->mem_free_bytes, mem_free);
+    put64(&r->given_bytes, __atomic_load_n(&st->given[dev], __ATOMIC_RELAXED));
     __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -186,9 +192,7 @@ static void publish_locked(writer_state *st)
         if (!in_use)
             memset(&s, 0, sizeof s);
         __atomic_store_n(&st->in_use[dev], (unsigned char)in_use, __ATOMIC_RELAXED);
-        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use,
-                     in_use ? __atomic_load_n(&st->mem_total[dev], __ATOMIC_RELAXED) : 0,
-                     in_use ? __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED) : 0);
+        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use, st);
     }
     /* device_used only grows: a reader never loses sight of a device it has seen. */
     if ((unsigned)count > used)
@@ -206,7 +210,27 @@ static void publish_if_current(writer_state *st)
     pthread_mutex_unlock(&g_pub_lock);
 }
 
-/* Serve a pending reclaim request, if any. Returns 0 when the segment was stopped. */
+/* A neighbour's request, served device by device so that each record counts what it gave:
+ * every device the last snapshot saw in use, or the one asked for. */
+static uint64_t reclaim_for_neighbour(writer_state *st, int want)
+{
+    uint64_t total = 0;
+    for (int dev = 0; dev < (int)CA_STATS_DEVICE_CAPACITY; dev++) {
+        if ((want >= 0 && dev != want) || !__atomic_load_n(&st->in_use[dev], __ATOMIC_RELAXED))
+            continue;
+        uint64_t bytes = st->src.reclaim(st->src.ctx, dev);
+        if (bytes == CA_STATS_RECLAIM_LATER)
+            return total ? total : CA_STATS_RECLAIM_LATER; /* a capture began meanwhile */
+        __atomic_fetch_add(&st->given[dev], bytes, __ATOMIC_RELAXED);
+        total += bytes;
+    }
+    return total;
+}
+
+enum { SERVED = 1, LATER = 2 }; /* serve_reclaim's answers besides 0 (stopped) */
+
+/* Serve a pending reclaim request, if any: SERVED (or none pending), LATER (a capture holds
+ * it back), 0 when the segment was stopped. */
 static int serve_reclaim(writer_state *st)
 {
     pthread_mutex_lock(&g_rec_lock);
@@ -218,10 +242,12 @@ static int serve_reclaim(writer_state *st)
     uint64_t seq = CA_STATS_RECLAIM_SEQ(req);
     if (seq != __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_RELAXED)) {
         int dev = CA_STATS_RECLAIM_DEV(req);
-        uint64_t bytes = st->src.reclaim ? st->src.reclaim(st->src.ctx, dev) : 0;
+        uint64_t bytes = !st->src.reclaim                        ? 0
+                         : CA_STATS_RECLAIM_FROM_NEIGHBOUR(req) ? reclaim_for_neighbour(st, dev)
+                                                                : st->src.reclaim(st->src.ctx, dev);
         if (bytes == CA_STATS_RECLAIM_LATER) {
             pthread_mutex_unlock(&g_rec_lock);
-            return 1;
+            return LATER;
         }
         /* Publish first, so a reader that sees the answer also sees the lower numbers. */
         publish_if_current(st);
@@ -229,7 +255,59 @@ static int serve_reclaim(writer_state *st)
         __atomic_store_n(&st->hdr->reclaim_done, seq, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_rec_lock);
-    return 1;
+    return SERVED;
+}
+
+static struct timespec until(uint64_t deadline, uint64_t now)
+{
+    uint64_t left = deadline > now ? deadline - now : 0;
+    return (struct timespec){(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+}
+
+/* Sleep until deadline (CLOCK_MONOTONIC ns) unless a reclaim request is or becomes pending:
+ * 1 when one is, 0 at the deadline or when the segment was stopped. The request word's low
+ * half is a shared futex, so that a neighbour short of memory is answered at once rather
+ * than at the next round. */
+static int wait_for_request(writer_state *st, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = ca_now_ns();
+        if (now >= deadline)
+            return 0;
+        pthread_mutex_lock(&g_rec_lock);
+        if (current_gen() != st->gen) {
+            pthread_mutex_unlock(&g_rec_lock);
+            return 0;
+        }
+        uint32_t *word = (uint32_t *)&st->hdr->reclaim_request; /* low half: little-endian */
+        uint64_t req = __atomic_load_n(&st->hdr->reclaim_request, __ATOMIC_ACQUIRE);
+        uint64_t done = __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_ACQUIRE);
+        pthread_mutex_unlock(&g_rec_lock);
+        if (CA_STATS_RECLAIM_SEQ(req) != done)
+            return 1;
+        /* After a stop the address may be unmapped: the call then fails (EFAULT) or waits out
+         * its timeout, and the next round sees the new generation. */
+        struct timespec ts = until(deadline, now);
+        syscall(SYS_futex, word, FUTEX_WAIT, (uint32_t)req, &ts, NULL, 0);
+    }
+}
+
+/* Until the next round: serve what neighbours and readers ask as it comes; a request that a
+ * capture holds back waits for the round. Returns 0 when the segment was stopped. */
+static int serve_until(writer_state *st, uint64_t deadline)
+{
+    while (wait_for_request(st, deadline)) {
+        int rc = serve_reclaim(st);
+        if (rc == 0)
+            return 0;
+        if (rc == LATER) {
+            struct timespec ts = until(deadline, ca_now_ns());
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+            }
+            break;
+        }
+    }
+    return current_gen() == st->gen;
 }
 
 /* Ask the device for its memory, for every device the last snapshot saw in use. A failed
@@ -261,9 +339,8 @@ static void *monitor_main(void *arg)
 {
     writer_state *st = arg;
     for (;;) {
-        struct timespec ts = {0, MONITOR_PERIOD_NS};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        }
+        if (!serve_until(st, ca_now_ns() + MONITOR_PERIOD_NS))
+            break;
         if (current_gen() != st->gen || !refresh_mem(st))
             break;
         publish_if_current(st);

@@ -51,6 +51,7 @@ unsigned top_devices_sum(const top_list *l, top_devsum **out)
             s->reserved += d->v.reserved_bytes;
             s->allocated += d->v.allocated_bytes;
             s->cached += d->v.cached_bytes + d->v.pending_bytes;
+            s->given += d->given;
             if (d->has_mem && (!s->has_mem || p->heartbeat_ns >= beat[s - sums])) {
                 s->has_mem = 1;
                 s->total = d->mem_total;
@@ -98,7 +99,7 @@ void top_device_bar(const top_devsum *d, int width, char *buf)
 
 void top_device_text(const top_devsum *d, char *buf, size_t len)
 {
-    char used[32], total[32], holds[32], idle[32];
+    char used[32], total[32], holds[32], idle[32], given[32];
     top_human_size(d->reserved, holds, sizeof holds);
     top_human_size(d->cached, idle, sizeof idle);
     if (!d->has_mem) {
@@ -107,7 +108,10 @@ void top_device_text(const top_devsum *d, char *buf, size_t len)
         return;
     }
     double share = d->total ? 100.0 * (double)d->reserved / (double)d->total : 0.0;
-    snprintf(buf, len, "%s used of %s; the cache holds %s (%.1f%%), %s of it free",
-             top_human_size(d->total - d->free, used, sizeof used),
-             top_human_size(d->total, total, sizeof total), holds, share, idle);
+    int n = snprintf(buf, len, "%s used of %s; the cache holds %s (%.1f%%), %s of it free",
+                     top_human_size(d->total - d->free, used, sizeof used),
+                     top_human_size(d->total, total, sizeof total), holds, share, idle);
+    if (d->given && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; gave %s to neighbours",
+                 top_human_size(d->given, given, sizeof given));
 }

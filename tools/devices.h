@@ -15,6 +15,7 @@ typedef struct top_devsum {
     uint64_t reserved;      /* the cache's, every live process together            */
     uint64_t allocated;     /* held by the programs                                */
     uint64_t cached;        /* held free by the cache (cached + pending)           */
+    uint64_t given;         /* given back at neighbours' requests, live processes  */
 } top_devsum;
 
 /* One summary per device number among l's live processes, in device order, into *out

@@ -112,18 +112,7 @@ int top_reclaim_send(const char *dir, int pid, int dev, top_reclaim *r, char *wh
     volatile uint64_t seq = 0;
     GUARDED(old, {
         if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == CA_STATS_MAGIC) {
-            uint64_t cur = __atomic_load_n(&h->reclaim_request, __ATOMIC_RELAXED);
-            for (;;) {
-                uint64_t done = __atomic_load_n(&h->reclaim_done, __ATOMIC_ACQUIRE);
-                uint64_t last = CA_STATS_RECLAIM_SEQ(cur);
-                seq = (last > done ? last : done) + 1;
-                if (seq > (UINT64_MAX >> 16))
-                    seq = 1;
-                uint64_t want = CA_STATS_RECLAIM_WORD(seq, dev);
-                if (__atomic_compare_exchange_n(&h->reclaim_request, &cur, want, 0,
-                                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-                    break;
-            }
+            seq = ca_stats_reclaim_post(h, dev, 0);
             ok = 1;
         }
     }, ok = 0);

@@ -47,6 +47,7 @@ void top_report_json(FILE *out, const top_list *l)
             field(out, "largest_free_block_bytes", v->largest_free_block);
             maybe(out, "device_total_bytes", p->dev[k].has_mem, p->dev[k].mem_total);
             maybe(out, "device_free_bytes", p->dev[k].has_mem, p->dev[k].mem_free);
+            field(out, "given_to_neighbours_bytes", p->dev[k].given);
             fputc('}', out);
         }
         fputs("]}", out);

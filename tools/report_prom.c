@@ -1,6 +1,9 @@
 /* OpenMetrics text: one family per field, named cachealloc_<field>; counters carry the
  * mandatory _total suffix on their samples. Dead processes are left out: their numbers are
  * no longer true. */
+#include <stddef.h>
+#include <string.h>
+
 #include "format.h"
 #include "report.h"
 
@@ -39,21 +42,24 @@ static void process_family(FILE *out, const top_list *l, const char *name, const
     }
 }
 
-/* The device's memory as each process's driver reports it, where it was published. */
+/* A per-device figure of each process beside the statistics: the device's memory as its
+ * driver reports it (only where it was published), and what it gave its neighbours. */
 static void device_family(FILE *out, const top_list *l, const char *name, const char *help,
-                          int total)
+                          size_t offset, int counter)
 {
-    fprintf(out, "# HELP cachealloc_%s %s.\n# TYPE cachealloc_%s gauge\n", name, help, name);
+    fprintf(out, "# HELP cachealloc_%s %s.\n# TYPE cachealloc_%s %s\n", name, help, name,
+            counter ? "counter" : "gauge");
     for (unsigned i = 0; i < l->n; i++) {
         const top_proc *p = &l->procs[i];
         for (unsigned k = 0; p->alive && k < p->ndev; k++) {
-            if (!p->dev[k].has_mem)
+            if (!counter && !p->dev[k].has_mem)
                 continue;
-            fprintf(out, "cachealloc_%s{pid=\"%d\",device=\"%u\",command=\"", name, p->pid,
-                    p->dev[k].device);
+            uint64_t v;
+            memcpy(&v, (const char *)&p->dev[k] + offset, sizeof v);
+            fprintf(out, "cachealloc_%s%s{pid=\"%d\",device=\"%u\",command=\"", name,
+                    counter ? "_total" : "", p->pid, p->dev[k].device);
             top_label_escape(out, p->cmdline);
-            fprintf(out, "\"} %llu\n", (unsigned long long)(total ? p->dev[k].mem_total
-                                                                   : p->dev[k].mem_free));
+            fprintf(out, "\"} %llu\n", (unsigned long long)v);
         }
     }
 }
@@ -67,9 +73,11 @@ void top_report_prometheus(FILE *out, const top_list *l)
     CA_STATS_FIELDS(CA_PROM_FAMILY_)
 #undef CA_PROM_FAMILY_
     device_family(out, l, "device_total_bytes", "Device memory in all, as the driver reports it",
-                  1);
+                  offsetof(top_dev, mem_total), 0);
     device_family(out, l, "device_free_bytes", "Device memory free, as the driver reports it",
-                  0);
+                  offsetof(top_dev, mem_free), 0);
+    device_family(out, l, "given_to_neighbours_bytes",
+                  "Bytes released at other processes' requests", offsetof(top_dev, given), 1);
     process_family(out, l, "responding", "1 when the process refreshed its statistics lately",
                    0);
     process_family(out, l, "heartbeat_age_seconds", "Age of the process's last snapshot", 1);

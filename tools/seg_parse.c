@@ -121,6 +121,7 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
             d->mem_total = rec.mem_total_bytes;
             d->mem_free = rec.mem_free_bytes;
         }
+        d->given = h.abi_version >= 3 ? rec.given_bytes : 0; /* a spare word before */
     }
     return 0;
 }

@@ -14,6 +14,7 @@ typedef struct top_dev {
     int has_mem;            /* the writer published the device's memory (ABI version 2) */
     uint64_t mem_total;     /* as the driver reported it to the process; 0 without      */
     uint64_t mem_free;
+    uint64_t given;         /* released at neighbours' requests (ABI version 3; 0 before) */
 } top_dev;
 
 /* What a reader knows of one process: header strings sanitized to printable ASCII. */

@@ -8,8 +8,16 @@
  *   scattered-free 400 blocks of 2 MiB, every other one freed, then 300 MiB in one piece: the
  *                  device has it plainly; the cache's free memory is in 2 MiB pieces between
  *                  live blocks (only expandable segments can give it back: issue "do no harm")
+ *   two-processes  a neighbour on the same device frees 60% of it into its cache, keeping one
+ *                  block live; this process then asks for that much (a fork made before either
+ *                  touches the device; run with CACHEALLOC_STATS=1, a private
+ *                  CACHEALLOC_SHM_DIR, and SIMDEV_SHARED on the simulated device)
  * Prints one line per result; exits 1 when a case fails. */
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpu.h"
 
@@ -88,9 +96,72 @@ static int scattered_free(void)
     return e == gpuSuccess ? 0 : 1;
 }
 
+/* The second process: waits for the size, asks for it in one piece, uses it. Exit 0: served. */
+static int asker(int from)
+{
+    size_t n = 0;
+    if (read(from, &n, sizeof n) != (ssize_t)sizeof n)
+        return 2;
+    void *p = NULL;
+    if (gpuMalloc(&p, n) != gpuSuccess)
+        return 3;
+    CHECK(gpuMemset(p, 0x11, n));
+    unsigned char last = 0;
+    CHECK(gpuMemcpy(&last, (char *)p + n - 1, 1, gpuMemcpyDefault));
+    CHECK(gpuFree(p));
+    return last == 0x11 ? 0 : 4;
+}
+
+static int two_processes(void)
+{
+    enum { PIECES = 6 };
+    const char *dir = getenv("CACHEALLOC_SHM_DIR");
+    if (dir && *dir)
+        mkdir(dir, 0700); /* a private place for the statistics segments; may exist */
+    int go[2];
+    if (pipe(go) != 0)
+        return 1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0)
+        _exit(asker(go[0]));
+    size_t fr = 0, total = 0;
+    CHECK(gpuMemGetInfo(&fr, &total));
+    const size_t live_n = 16 * MIB;
+    void *live = NULL, *p[PIECES];
+    CHECK(gpuMalloc(&live, live_n));
+    CHECK(gpuMemset(live, 0x5A, live_n));
+    size_t piece = (size_t)((double)fr * 0.6 / PIECES) & ~(MIB - 1);
+    for (int i = 0; i < PIECES; i++) {
+        CHECK(gpuMalloc(&p[i], piece));
+        CHECK(gpuMemset(p[i], 0, piece));
+    }
+    for (int i = 0; i < PIECES; i++)
+        CHECK(gpuFree(p[i]));
+    CHECK(gpuDeviceSynchronize());
+    size_t n = piece * PIECES;
+    int status = 0;
+    if (write(go[1], &n, sizeof n) != (ssize_t)sizeof n || waitpid(pid, &status, 0) != pid)
+        return 1;
+    bool served = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    printf("the other process asked for the 60%% this one freed: %s\n",
+           served ? "served" : "refused");
+    unsigned char edge[2] = {0, 0};
+    CHECK(gpuMemcpy(&edge[0], live, 1, gpuMemcpyDefault));
+    CHECK(gpuMemcpy(&edge[1], (char *)live + live_n - 1, 1, gpuMemcpyDefault));
+    bool kept = edge[0] == 0x5A && edge[1] == 0x5A;
+    printf("this process's live block kept its contents: %s\n", kept ? "yes" : "no");
+    CHECK(gpuFree(live));
+    return served && kept ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "two-processes") == 0)
+        return two_processes(); /* forks before the device is touched */
     warm_cache();
     if (strcmp(mode, "meminfo-exact") == 0)
         return one_allocation(1.0);
@@ -100,6 +171,6 @@ int main(int argc, char **argv)
         return oom_loop();
     if (strcmp(mode, "scattered-free") == 0)
         return scattered_free();
-    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free\n");
+    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free|two-processes\n");
     return 2;
 }

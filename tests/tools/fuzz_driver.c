@@ -114,7 +114,8 @@ int main(int argc, char **argv)
     }
     {
         /* the device's memory: read from version 2, ignored in a version 1 segment (its spare
-         * words), and never trusted when free exceeds total */
+         * words), and never trusted when free exceeds total; what was given to neighbours:
+         * read from version 3, a spare word before */
         unsigned char *b = malloc(g_len);
         memcpy(b, g_valid, g_len);
         ca_stats_record *r = (ca_stats_record *)(b + sizeof(ca_stats_header));
@@ -122,12 +123,21 @@ int main(int argc, char **argv)
         r[0].mem_free_bytes = 3000;
         r[1].mem_total_bytes = 8000;
         r[1].mem_free_bytes = 9000;
+        r[0].given_bytes = 4096;
         top_proc p;
         char why[128];
         if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
             p.abi_version != CA_STATS_ABI_VERSION || !p.dev[0].has_mem ||
-            p.dev[0].mem_total != 8000 || p.dev[0].mem_free != 3000 || p.dev[1].has_mem) {
-            fprintf(stderr, "FAIL device memory of a version 2 record read wrongly\n");
+            p.dev[0].mem_total != 8000 || p.dev[0].mem_free != 3000 || p.dev[1].has_mem ||
+            p.dev[0].given != 4096) {
+            fprintf(stderr, "FAIL device memory or gift of a version 3 record read wrongly\n");
+            g_failures++;
+        }
+        top_proc_clear(&p);
+        ((ca_stats_header *)b)->abi_version = 2;
+        if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
+            !p.dev[0].has_mem || p.dev[0].given != 0) {
+            fprintf(stderr, "FAIL a version 2 segment's spare word is read as a gift\n");
             g_failures++;
         }
         top_proc_clear(&p);

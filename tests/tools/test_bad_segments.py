@@ -54,7 +54,7 @@ def test_bad_headers_skipped(env):
         2: with_pid(FAKE_PID + 2)[:100],                          # truncated header
         3: with_pid(FAKE_PID + 3)[:2000],                         # truncated records
         4: put(with_pid(FAKE_PID + 4), OFF_MAGIC, "<Q", 0x1122334455667788),
-        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 3),      # a newer ABI than ours
+        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 4),      # a newer ABI than ours
         6: put(with_pid(FAKE_PID + 6), OFF_HSIZE, "<I", 64),
         7: put(with_pid(FAKE_PID + 7), OFF_RSIZE, "<I", 1 << 30),
         8: put(with_pid(FAKE_PID + 8), OFF_CAP, "<I", 0xFFFFFFFF),

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "neighbours.h"
 #include "reclaim.h"
 #include "seg_scan.h"
 #include "stats_writer.h"
@@ -97,10 +98,10 @@ static void seg_path(int pid, char *buf, size_t len)
     snprintf(buf, len, "%s/%s", g_dir, name);
 }
 
-static int read_self(top_proc *p)
+static int read_pid(int pid, top_proc *p)
 {
     char name[64], why[160];
-    seg_name((int)getpid(), name, sizeof name);
+    seg_name(pid, name, sizeof name);
     int dfd = open(g_dir, O_RDONLY | O_DIRECTORY);
     int rc = top_read_segment(dfd, name, p, why, sizeof why);
     close(dfd);
@@ -108,6 +109,8 @@ static int read_self(top_proc *p)
         fprintf(stderr, "read: %s\n", why);
     return rc;
 }
+
+static int read_self(top_proc *p) { return read_pid((int)getpid(), p); }
 
 static void sleep_ms(long ms)
 {
@@ -358,6 +361,74 @@ static void test_reclaim_served_by_monitor(void **state)
     top_proc_clear(&p);
 }
 
+/* A neighbour: a forked child with its own segment of api whose cache holds 3 MiB free. It
+ * tells the parent through *ready that it is there, and lives until *hold is closed. */
+static pid_t start_neighbour(const char *api, int *ready, int *hold)
+{
+    int up[2], down[2];
+    assert_int_equal(pipe(up), 0);
+    assert_int_equal(pipe(down), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(up[0]);
+        close(down[1]);
+        ca_stats_forget_after_fork();
+        __atomic_store_n(&g_cached, 3 << 20, __ATOMIC_RELEASE);
+        char c = ca_stats_start(&g_src, api, "neighbour") == 0 ? 'y' : 'n';
+        ca_stats_publish();
+        if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) < 0)
+            _exit(3);
+        exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    *ready = up[0];
+    *hold = down[1];
+    char c = 0;
+    assert_int_equal(read(up[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    return child;
+}
+
+static void stop_neighbour(pid_t child, int ready, int hold)
+{
+    close(hold);
+    close(ready);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The last rung of the ladder: a neighbour of the same API gives back what its cache holds
+ * free, device by device, and publishes it as given; one of another API is not asked. */
+static void test_neighbour_gives_back(void **state)
+{
+    (void)state;
+    int ready, hold, other_ready, other_hold;
+    pid_t other = start_neighbour("hip", &other_ready, &other_hold);
+    assert_int_equal(ca_neighbours_ask("cuda", 3000), 0); /* not ours to ask */
+    pid_t child = start_neighbour("cuda", &ready, &hold);
+    uint64_t mine = __atomic_load_n(&g_cached, __ATOMIC_ACQUIRE);
+    usleep(150 * 1000); /* past the round gap: the round above must not answer for this one */
+    assert_int_equal(ca_neighbours_ask("cuda", 3000), 3 << 20);
+    assert_int_equal(__atomic_load_n(&g_cached, __ATOMIC_ACQUIRE), mine); /* never itself */
+    top_proc p;
+    assert_int_equal(read_pid((int)child, &p), 0);
+    assert_int_equal(p.dev[0].v.cached_bytes, 0);
+    assert_int_equal(p.dev[0].given, 3 << 20);
+    top_proc_clear(&p);
+    assert_int_equal(read_pid((int)other, &p), 0);
+    assert_int_equal(p.dev[0].given, 0);
+    top_proc_clear(&p);
+    /* Asked again, it holds nothing free: not asked, nothing given. */
+    usleep(150 * 1000);
+    assert_int_equal(ca_neighbours_ask("cuda", 3000), 0);
+    stop_neighbour(child, ready, hold);
+    stop_neighbour(other, other_ready, other_hold);
+}
+
 /* A forked child forgets the parent's segment, starts its own, and removes it at exit;
  * the parent's segment is untouched. */
 static void test_fork_child_and_exit_removal(void **state)
@@ -468,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_reader_skips_record_left_odd),
         cmocka_unit_test(test_reclaim_served_by_monitor),
         cmocka_unit_test(test_fork_child_and_exit_removal),
+        cmocka_unit_test(test_neighbour_gives_back),
         cmocka_unit_test(test_start_fails_cleanly_without_dir),
         cmocka_unit_test(test_default_shm_name),
         cmocka_unit_test(test_stop_removes_and_restart),

@@ -18,7 +18,8 @@ JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes
                     "pending_bytes", "peak_reserved_bytes", "peak_allocated_bytes",
                     "alloc_calls", "free_calls", "cache_hits", "driver_alloc_calls",
                     "driver_free_calls", "oom_recoveries", "oom_failures",
-                    "largest_free_block_bytes", "device_total_bytes", "device_free_bytes"]
+                    "largest_free_block_bytes", "device_total_bytes", "device_free_bytes",
+                    "given_to_neighbours_bytes"]
 # Offsets fixed by the static assertions of stats_abi.h.
 OFF_VERSION, OFF_PID, OFF_START, OFF_BEAT = 8, 32, 40, 48
 

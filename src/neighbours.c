@@ -1,0 +1,160 @@
+/* Asking the neighbours: the other processes under the cache that run as this user and with
+ * this API. When the device refuses this process memory that their caches hold free, they
+ * are asked, through their statistics segments, to give it back (the request that
+ * `cachealloc-top --reclaim` sends, flagged as a neighbour's). Only free cached memory is ever
+ * given: a request cannot free live memory. docs/arena.md, "A good neighbour". */
+#include "neighbours.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "stats_abi.h"
+
+#define MAX_ASKED 64
+#define POLL_NS 1000000u            /* how often the answers are looked for */
+#define ROUND_GAP_NS 100000000u     /* one round at a time, at most one per this gap */
+
+typedef struct asked {
+    ca_stats_header *h;
+    size_t len;
+    uint64_t seq;
+} asked;
+
+static pthread_mutex_t g_round_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_round_end;    /* when the last round ended (g_round_lock) */
+static uint64_t g_round_bytes;  /* what it brought back                    */
+
+static const char *segment_dir(void)
+{
+    const char *dir = secure_getenv(CA_STATS_DIR_ENV);
+    return dir && *dir ? dir : CA_STATS_DEFAULT_DIR;
+}
+
+/* What a header says its records hold free: cached and pending bytes over every device. */
+static uint64_t held_free(const ca_stats_header *h)
+{
+    uint64_t sum = 0;
+    unsigned used = __atomic_load_n(&h->device_used, __ATOMIC_ACQUIRE);
+    const ca_stats_record *r = (const ca_stats_record *)(h + 1);
+    for (unsigned i = 0; i < used && i < h->device_capacity; i++)
+        sum += __atomic_load_n(&r[i].v.cached_bytes, __ATOMIC_RELAXED) +
+               __atomic_load_n(&r[i].v.pending_bytes, __ATOMIC_RELAXED);
+    return sum;
+}
+
+/* The neighbour's segment mapped for a request, when it is one: a regular file of ours that
+ * holds a complete version 3 header of the same API, of a live process that is not this one,
+ * whose caches hold something free. NULL otherwise. Writers never shrink their file, so the
+ * mapping stays readable. */
+static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len)
+{
+    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    ca_stats_header h;
+    void *map = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == CA_STATS_MAGIC &&
+        h.abi_version >= 3 && h.abi_version <= CA_STATS_ABI_VERSION &&
+        h.header_size == sizeof h && h.record_size == sizeof(ca_stats_record) &&
+        h.device_capacity <= CA_STATS_MAX_RECORDS && h.pid != (uint64_t)getpid() &&
+        strncmp(h.api, api, sizeof h.api) == 0) {
+        *len = sizeof h + (size_t)h.device_capacity * sizeof(ca_stats_record);
+        if ((off_t)*len <= st.st_size)
+            map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    if (map == MAP_FAILED)
+        return NULL;
+    ca_stats_header *m = map;
+    /* A dead process's leftover, or its pid reused by another: not a neighbour. */
+    bool alive = (kill((pid_t)h.pid, 0) == 0 || errno == EPERM) &&
+                 ca_stats_proc_start_time((int)h.pid) == h.start_time;
+    if (!alive || m->device_capacity != h.device_capacity || held_free(m) == 0) {
+        munmap(map, *len);
+        return NULL;
+    }
+    return m;
+}
+
+/* Post a request to every neighbour that holds free memory; how many were asked. */
+static int ask_all(const char *api, asked *list)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, CA_STATS_NAME_PREFIX "%u.", (unsigned)geteuid());
+    int n = 0;
+    DIR *dir = opendir(segment_dir());
+    if (!dir)
+        return 0;
+    struct dirent *e;
+    while (n < MAX_ASKED && (e = readdir(dir)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        size_t len;
+        ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len);
+        if (!h)
+            continue;
+        list[n++] = (asked){h, len, ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR)};
+    }
+    closedir(dir);
+    return n;
+}
+
+/* Wait for the answers until deadline; the bytes the answered ones released. Unmaps all. */
+static uint64_t collect(asked *list, int n, uint64_t deadline)
+{
+    uint64_t bytes = 0;
+    int left = n;
+    while (left > 0) {
+        for (int i = 0; i < n; i++) {
+            if (!list[i].h || __atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) <
+                                  list[i].seq)
+                continue;
+            /* A later request may have overtaken ours: its answer counts the same memory. */
+            bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
+            munmap(list[i].h, list[i].len);
+            list[i].h = NULL;
+            left--;
+        }
+        if (left == 0 || ca_now_ns() >= deadline)
+            break;
+        struct timespec ts = {0, POLL_NS};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < n; i++)
+        if (list[i].h)
+            munmap(list[i].h, list[i].len);
+    return bytes;
+}
+
+uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms)
+{
+    pthread_mutex_lock(&g_round_lock);
+    uint64_t now = ca_now_ns();
+    if (g_round_end && now - g_round_end < ROUND_GAP_NS) {
+        /* Another thread's round just ended: what it brought back is there to be found. */
+        uint64_t bytes = g_round_bytes;
+        pthread_mutex_unlock(&g_round_lock);
+        return bytes;
+    }
+    asked list[MAX_ASKED];
+    int n = ask_all(api, list);
+    uint64_t bytes = n ? collect(list, n, now + (uint64_t)wait_ms * 1000000u) : 0;
+    g_round_end = ca_now_ns();
+    g_round_bytes = bytes;
+    pthread_mutex_unlock(&g_round_lock);
+    return bytes;
+}
