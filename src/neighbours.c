@@ -42,22 +42,12 @@ static const char *segment_dir(void)
     return dir && *dir ? dir : CA_STATS_DEFAULT_DIR;
 }
 
-/* What a header says its records hold free: cached and pending bytes over every device. */
-static uint64_t held_free(const ca_stats_header *h)
-{
-    uint64_t sum = 0;
-    unsigned used = __atomic_load_n(&h->device_used, __ATOMIC_ACQUIRE);
-    const ca_stats_record *r = (const ca_stats_record *)(h + 1);
-    for (unsigned i = 0; i < used && i < h->device_capacity; i++)
-        sum += __atomic_load_n(&r[i].v.cached_bytes, __ATOMIC_RELAXED) +
-               __atomic_load_n(&r[i].v.pending_bytes, __ATOMIC_RELAXED);
-    return sum;
-}
-
 /* The neighbour's segment mapped for a request, when it is one: a regular file of ours that
- * holds a complete version 3 header of the same API, of a live process that is not this one,
- * whose caches hold something free. NULL otherwise. Writers never shrink their file, so the
- * mapping stays readable. */
+ * holds a complete version 3 header of the same API, of a live process that is not this one.
+ * NULL otherwise. Writers never shrink their file, so the mapping stays readable. What its
+ * records say it holds is not looked at: they may be 250 ms old, older than the frees that
+ * matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour with
+ * nothing free answers 0 at the cost of a look at its pools. */
 static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len)
 {
     int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -83,14 +73,14 @@ static ca_stats_header *open_neighbour(int dfd, const char *name, const char *ap
     /* A dead process's leftover, or its pid reused by another: not a neighbour. */
     bool alive = (kill((pid_t)h.pid, 0) == 0 || errno == EPERM) &&
                  ca_stats_proc_start_time((int)h.pid) == h.start_time;
-    if (!alive || m->device_capacity != h.device_capacity || held_free(m) == 0) {
+    if (!alive || m->device_capacity != h.device_capacity) {
         munmap(map, *len);
         return NULL;
     }
     return m;
 }
 
-/* Post a request to every neighbour that holds free memory; how many were asked. */
+/* Post a request to every neighbour; how many were asked. */
 static int ask_all(const char *api, asked *list)
 {
     char prefix[64];

@@ -11,8 +11,8 @@
  * back to its end. docs/arena.md quotes what an answer costs. */
 #define CA_NEIGHBOURS_WAIT_MS 1000u
 
-/* Ask every neighbour whose caches hold free memory to give it back, and wait at most wait_ms
- * for their answers: the bytes they report released (0: nobody asked, or nothing given). One
+/* Ask every neighbour to give back what its caches hold free, and wait at most wait_ms for
+ * their answers: the bytes they report released (0: nobody asked, or nothing given). One
  * round at a time per process; a call within 100 ms of the last round's end answers that
  * round's figure without asking again. Call with no lock of the arena held. */
 uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms);

@@ -211,12 +211,16 @@ static void publish_if_current(writer_state *st)
 }
 
 /* A neighbour's request, served device by device so that each record counts what it gave:
- * every device the last snapshot saw in use, or the one asked for. */
+ * every device the source has now, or the one asked for. Not only those the last snapshot saw
+ * in use: a program may take a device, fill it and free it all within one round. */
 static uint64_t reclaim_for_neighbour(writer_state *st, int want)
 {
     uint64_t total = 0;
-    for (int dev = 0; dev < (int)CA_STATS_DEVICE_CAPACITY; dev++) {
-        if ((want >= 0 && dev != want) || !__atomic_load_n(&st->in_use[dev], __ATOMIC_RELAXED))
+    int count = st->src.device_count ? st->src.device_count(st->src.ctx) : 0;
+    if (count > (int)CA_STATS_DEVICE_CAPACITY)
+        count = (int)CA_STATS_DEVICE_CAPACITY;
+    for (int dev = 0; dev < count; dev++) {
+        if (want >= 0 && dev != want)
             continue;
         uint64_t bytes = st->src.reclaim(st->src.ctx, dev);
         if (bytes == CA_STATS_RECLAIM_LATER)
