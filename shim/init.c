@@ -11,6 +11,7 @@
 #include "arena_tcache.h"
 #include "backend.h"
 #include "capture.h"
+#include "clock.h"
 #include "driver_ctx.h"
 #include "dlopen_hook.h"
 #include "lane.h"
@@ -248,6 +249,20 @@ static int src_mem_info(void *ctx, int dev, uint64_t *free_bytes, uint64_t *tota
     return 0;
 }
 
+/* Memory the program left unused on a device for CACHEALLOC_IDLE_RELEASE seconds goes back to
+ * the driver, for the other processes (docs/arena.md, "A good neighbour"); during a stream
+ * capture, after it (capture.c). */
+static void src_tick(void *ctx)
+{
+    ca_runtime *rt = ctx;
+    uint64_t idle_ns = ca_shim_options()->idle_release_s * UINT64_C(1000000000);
+    uint64_t now = ca_now_ns();
+    int n = ca_device_count(rt->arena);
+    for (int dev = 0; dev < n; dev++)
+        if (ca_device_idle(rt->arena, dev, now, idle_ns))
+            ca_capture_reclaim(rt, dev, 0);
+}
+
 static CA_SLOW void stats_start_slow(ca_runtime *rt)
 {
     pthread_mutex_lock(&stats_lock);
@@ -262,6 +277,7 @@ static CA_SLOW void stats_start_slow(ca_runtime *rt)
                 .read_device = src_read_device,
                 .reclaim = src_reclaim,
                 .mem_info = src_mem_info,
+                .tick = src_tick,
             };
             ca_stats_start(&stats_src, rt->api, summary);
         }

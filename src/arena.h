@@ -13,6 +13,7 @@
 #define CACHEALLOC_ARENA_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef void *ca_stream_t;
@@ -231,6 +232,11 @@ void ca_device_reset(ca_arena *a, int dev);
  * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
+
+/* Called periodically by one thread: true when the program made no allocation or free on
+ * device dev for at least idle_ns (0: never) while its cache held free memory there, once per
+ * such stretch. The caller then gives that memory back (ca_reclaim). */
+bool ca_device_idle(ca_arena *a, int dev, uint64_t now_ns, uint64_t idle_ns);
 
 /* A stream capture is about to begin: until the matching ca_quiet_end the arena makes no backend
  * call at all. It serves what is certainly reusable without one and refuses the rest

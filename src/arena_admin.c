@@ -251,6 +251,24 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     return 1;
 }
 
+bool ca_device_idle(ca_arena *a, int dev, uint64_t now_ns, uint64_t idle_ns)
+{
+    ca_dev_stats s;
+    ca_device *d = ca_device_peek(a, dev);
+    if (!d || idle_ns == 0 || !ca_get_stats(a, dev, &s))
+        return false;
+    uint64_t calls = s.alloc_calls + s.free_calls;
+    if (calls != d->idle_calls || d->idle_since_ns == 0) {
+        d->idle_calls = calls;
+        d->idle_since_ns = now_ns;
+        return false;
+    }
+    if (s.cached_bytes + s.pending_bytes == 0 || now_ns - d->idle_since_ns < idle_ns)
+        return false;
+    d->idle_since_ns = now_ns; /* the next answer after another whole stretch */
+    return true;
+}
+
 int ca_device_count(ca_arena *a) { return __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE); }
 
 void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx)

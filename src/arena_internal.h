@@ -104,6 +104,10 @@ typedef struct ca_dying {
 typedef struct ca_device {
     ca_lock lock;
     int id;
+    /* ca_device_idle's watch (its one caller's, the monitor thread's; no lock): the program's
+     * calls on the device when they last changed, and when. */
+    uint64_t idle_calls;
+    uint64_t idle_since_ns;
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
     uint32_t streams_seen;    /* a stream beside the default ones was created or used

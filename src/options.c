@@ -16,7 +16,7 @@
 
 typedef enum opt_id {
     OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
-    OPT_EXPANDABLE, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
+    OPT_EXPANDABLE, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_IDLE_RELEASE, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
 typedef enum opt_kind {
@@ -24,6 +24,7 @@ typedef enum opt_kind {
     K_SIZE,     /* a size, at least min_size            */
     K_SIZE_PCT, /* a size or 1%..100%                   */
     K_PATH,     /* a non-empty path that fits           */
+    K_SECONDS,  /* whole seconds, an optional "s"       */
     K_EXTERNAL, /* read by another module: known, not parsed here */
 } opt_kind;
 
@@ -76,6 +77,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_STATS] = {PREFIX "STATS", "stats", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
     [OPT_NEIGHBOURS] = {PREFIX "NEIGHBOURS", "neighbours", K_CHOICE, bool_words, 0,
                         BOOL_ACCEPTED, "1"},
+    [OPT_IDLE_RELEASE] = {PREFIX "IDLE_RELEASE", "idle_release", K_SECONDS, NULL, 0,
+                          "whole seconds such as 10 or 10s, at most a year; 0: never", "10s"},
     [OPT_LEAK] = {PREFIX "LEAK_CHECK", "leak_check", K_CHOICE, leak_words, 0,
                   "0, 1, stacks (or true, false, on, off, yes, no)", "0"},
     [OPT_TRACE] = {PREFIX "TRACE", "trace", K_PATH, NULL, 0, "a file path", "off"},
@@ -104,6 +107,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_THREAD_CACHE: v.choice = o->thread_cache; break;
     case OPT_STATS: v.choice = o->stats; break;
     case OPT_NEIGHBOURS: v.choice = o->neighbours; break;
+    case OPT_IDLE_RELEASE: v.bytes = o->idle_release_s; break;
     case OPT_LEAK: v.choice = (int)o->leak_check; break;
     case OPT_TRACE: v.path = o->trace_path; break;
     case OPT_VERBOSE: v.choice = o->verbose; break;
@@ -131,6 +135,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     case OPT_THREAD_CACHE: o->thread_cache = v->choice; break;
     case OPT_STATS: o->stats = v->choice; break;
     case OPT_NEIGHBOURS: o->neighbours = v->choice; break;
+    case OPT_IDLE_RELEASE: o->idle_release_s = v->bytes; break;
     case OPT_LEAK: o->leak_check = (ca_leak_mode)v->choice; break;
     case OPT_TRACE: memcpy(o->trace_path, v->path, strlen(v->path) + 1); break; /* fits: checked */
     case OPT_VERBOSE: o->verbose = v->choice; break;
@@ -148,6 +153,7 @@ void ca_options_defaults(ca_options *o) {
     o->thread_cache = 1;
     o->stats = 1;
     o->neighbours = 1;
+    o->idle_release_s = 10;
     o->leak_check = CA_LEAK_OFF;
 }
 
@@ -161,7 +167,7 @@ static int same_word(const char *a, const char *b) {
 /* Why a value was refused; each reason reads after "NAME=value". */
 typedef enum opt_error {
     E_OK = 0, E_EMPTY, E_NOT_SIZE, E_NEGATIVE, E_TOO_LARGE, E_RANGE, E_TOO_SMALL,
-    E_CHOICE, E_TOO_LONG
+    E_CHOICE, E_TOO_LONG, E_NOT_NUMBER
 } opt_error;
 
 static const char *const error_text[] = {
@@ -169,6 +175,7 @@ static const char *const error_text[] = {
     [E_NEGATIVE] = "is negative", [E_TOO_LARGE] = "is too large",
     [E_RANGE] = "is not a percentage from 1% to 100%", [E_TOO_SMALL] = "is too small",
     [E_CHOICE] = "is not an accepted value", [E_TOO_LONG] = "is too long",
+    [E_NOT_NUMBER] = "is not a whole number of seconds",
 };
 
 /* Digits only: a sign, a space or a decimal point make the value bad. */
@@ -252,6 +259,14 @@ static opt_error parse_value(const opt_desc *d, const char *s, opt_value *v) {
     case K_SIZE: {
         opt_error e = size_error(s, &v->bytes);
         if (e == E_OK && v->bytes < d->min_size) e = E_TOO_SMALL;
+        return e;
+    }
+    case K_SECONDS: {
+        opt_error e = parse_digits(&s, &v->bytes);
+        if (e == E_NOT_SIZE) e = E_NOT_NUMBER;
+        if (e == E_OK && lower((unsigned char)*s) == 's') s++;
+        if (e == E_OK && *s) e = E_NOT_NUMBER;
+        if (e == E_OK && v->bytes > 366 * 86400) e = E_TOO_LARGE;
         return e;
     }
     case K_PATH:
@@ -444,6 +459,9 @@ static void format_value(const opt_desc *d, const opt_value *v, char *buf, size_
         return;
     case K_PATH:
         show(buf, len, v->path, len); /* it lands on a terminal in cachealloc-top */
+        return;
+    case K_SECONDS:
+        snprintf(buf, len, "%llus", (unsigned long long)v->bytes);
         return;
     case K_EXTERNAL:
         return;

@@ -27,6 +27,7 @@ typedef struct ca_options {
     int thread_cache;           /* CACHEALLOC_THREAD_CACHE=0|1              (1)       */
     int stats;                  /* CACHEALLOC_STATS=0|1                     (1)       */
     int neighbours;             /* CACHEALLOC_NEIGHBOURS=0|1                (1)       */
+    uint64_t idle_release_s;    /* CACHEALLOC_IDLE_RELEASE=seconds          (10; 0: never) */
     ca_leak_mode leak_check;    /* CACHEALLOC_LEAK_CHECK=0|1|stacks         (0)       */
     char trace_path[4096];      /* CACHEALLOC_TRACE=FILE                    ("": off) */
     int verbose;                /* CACHEALLOC_VERBOSE=0|1                   (0)       */

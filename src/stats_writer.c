@@ -339,6 +339,19 @@ static int refresh_mem(writer_state *st)
     return 1;
 }
 
+/* The source's periodic work, which may reach the device: under rec_lock, as a reclaim. */
+static int run_tick(writer_state *st)
+{
+    if (st->src.tick == NULL)
+        return 1;
+    pthread_mutex_lock(&g_rec_lock);
+    int current = current_gen() == st->gen;
+    if (current)
+        st->src.tick(st->src.ctx);
+    pthread_mutex_unlock(&g_rec_lock);
+    return current;
+}
+
 static void *monitor_main(void *arg)
 {
     writer_state *st = arg;
@@ -346,6 +359,8 @@ static void *monitor_main(void *arg)
         if (!serve_until(st, ca_now_ns() + MONITOR_PERIOD_NS))
             break;
         if (current_gen() != st->gen || !refresh_mem(st))
+            break;
+        if (!run_tick(st))
             break;
         publish_if_current(st);
         if (!serve_reclaim(st))

@@ -18,6 +18,7 @@ typedef struct ca_stats_source {
     uint64_t (*reclaim)(void *ctx, int dev);                   /* dev<0: all; bytes freed  */
     int (*mem_info)(void *ctx, int dev, uint64_t *free_bytes,
                     uint64_t *total_bytes);                     /* 0 on success             */
+    void (*tick)(void *ctx); /* may be NULL: once a round, on the monitor thread only */
 } ca_stats_source;
 
 /* What a source's reclaim answers when it cannot serve the request now (a stream capture is

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem};
+    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem, NULL};
     if (ca_stats_start(&src, api, config) != 0) {
         perror("ca_stats_start");
         return 1;

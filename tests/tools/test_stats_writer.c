@@ -84,7 +84,7 @@ static int src_mem(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_byt
     return 0;
 }
 
-static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem};
+static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem, NULL};
 static char g_dir[] = "/tmp/ca-stats-test.XXXXXX";
 
 static void seg_name(int pid, char *buf, size_t len)

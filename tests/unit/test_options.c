@@ -107,7 +107,8 @@ static void test_good_values(void **state) {
                     "CACHEALLOC_RELEASE_THRESHOLD=512M", "CACHEALLOC_PREALLOC=64K",
                     "CACHEALLOC_MAX_SPLIT=32M", "CACHEALLOC_STATS=0", "CACHEALLOC_LEAK_CHECK=stacks",
                     "CACHEALLOC_TRACE=/tmp/trace.txt", "CACHEALLOC_VERBOSE=1",
-                    "CACHEALLOC_SHM_DIR=/run/shm", NULL};
+                    "CACHEALLOC_SHM_DIR=/run/shm", "CACHEALLOC_NEIGHBOURS=off",
+                    "CACHEALLOC_IDLE_RELEASE=30s", NULL};
     parse_env(&p, envp);
     assert_int_equal(p.problems, 0);
     assert_int_equal(p.lines, 0);
@@ -123,6 +124,8 @@ static void test_good_values(void **state) {
     assert_int_equal(p.o.leak_check, CA_LEAK_STACKS);
     assert_string_equal(p.o.trace_path, "/tmp/trace.txt");
     assert_int_equal(p.o.verbose, 1);
+    assert_int_equal(p.o.neighbours, 0);
+    assert_true(p.o.idle_release_s == 30);
 }
 
 static void test_choices(void **state) {
@@ -283,6 +286,11 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_LEAK_CHECK=stack", "(0)");
     expect_one_warning("CACHEALLOC_VERBOSE=-1", "CACHEALLOC_VERBOSE=-1");
     expect_one_warning("CACHEALLOC_TRACE=", "CACHEALLOC_TRACE is empty");
+    expect_one_warning("CACHEALLOC_IDLE_RELEASE=soon", "is not a whole number of seconds");
+    expect_one_warning("CACHEALLOC_IDLE_RELEASE=1.5", "using the default (10s)");
+    expect_one_warning("CACHEALLOC_IDLE_RELEASE=-1", "is negative");
+    expect_one_warning("CACHEALLOC_IDLE_RELEASE=40000000", "is too large");
+    expect_one_warning("CACHEALLOC_NEIGHBOURS=maybe", "using the default (1)");
 }
 
 static void test_trace_path_too_long(void **state) {
