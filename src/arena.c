@@ -464,6 +464,8 @@ static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, siz
     *out = (void *)b->addr; /* b is the device's again once the lock is given back */
     uint32_t gen = b->gen + 1;
     __atomic_store_n(&b->gen, gen, __ATOMIC_RELAXED);
+    if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
+        ca_device_check(d);
     ca_lock_release(&d->lock);
     if (a->tc_on)
         ca_tc_issue(a, dev, b, gen, size, s, api);

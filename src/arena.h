@@ -233,6 +233,10 @@ void ca_device_reset(ca_arena *a, int dev);
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
 
+/* Check every invariant of every device (arena_check.c), taking each device's lock; the
+ * process stops at a broken one. Does nothing in builds without assertions. */
+void ca_arena_check(ca_arena *a);
+
 /* Called periodically by one thread: true when the program made no allocation or free on
  * device dev for at least idle_ns (0: never) while its cache held free memory there, once per
  * such stretch. The caller then gives that memory back (ca_reclaim). */

@@ -239,9 +239,8 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     ca_lock_acquire(&d->lock);
     *out = d->st;
     /* Every reserved byte is in exactly one state (thread caches' blocks count as allocated
-     * until ca_tc_adjust_stats below). */
-    ca_assert(d->st.reserved_bytes ==
-              d->st.allocated_bytes + d->st.cached_bytes + d->st.pending_bytes);
+     * until ca_tc_adjust_stats below): checked with the rest. */
+    ca_device_check(d);
     /* What one request could get: unmerged neighbours count as the block they would form. */
     ca_device_consolidate(d);
     out->largest_free_block = ca_device_largest_free(d);
@@ -249,6 +248,19 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     if (a->tc_on)
         ca_tc_adjust_stats(a, dev, out);
     return 1;
+}
+
+void ca_arena_check(ca_arena *a)
+{
+    int n = ca_device_count(a);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        ca_lock_acquire(&d->lock);
+        ca_device_check(d);
+        ca_lock_release(&d->lock);
+    }
 }
 
 bool ca_device_idle(ca_arena *a, int dev, uint64_t now_ns, uint64_t idle_ns)

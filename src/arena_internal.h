@@ -174,6 +174,17 @@ struct ca_arena {
 };
 
 
+/* arena_check.c. Under d's lock: every invariant of the device, walked block by block (the
+ * accounting, the tiling of each segment, states against the live map, the bins, the fast
+ * lists and the pending list); stops the process at the first broken one. Assertion builds
+ * only: nothing otherwise. */
+#define CA_CHECK_EVERY 256u /* slow allocations per whole check, a power of two */
+#ifdef CA_DEBUG
+void ca_device_check(ca_device *d);
+#else
+static inline void ca_device_check(ca_device *d) { (void)d; }
+#endif
+
 /* arena.c */
 ca_device *ca_device_get(ca_arena *a, int dev);
 /* Free every block the threads keep on dev (dev < 0: all) through the pools. Not under a

@@ -40,9 +40,11 @@ static inline void fx_start(fixture *f)
     f->a = ca_arena_create(&f->be, &f->cfg);
 }
 
-/* Destroys the arena, checks that everything it took from the device went back, and frees f. */
+/* Checks every invariant of the arena as the test left it (arena_check.c), destroys it, checks
+ * that everything it took from the device went back, and frees f. */
 static inline void fx_finish(fixture *f)
 {
+    ca_arena_check(f->a);
     ca_arena_destroy(f->a);
     assert_int_equal(f->dev.nlive, 0);
     test_free(f);
@@ -81,7 +83,8 @@ static inline ca_dev_stats stats(fixture *f)
     return st;
 }
 
-/* reserved = allocated + cached + pending. */
+/* reserved = allocated + cached + pending; and, with assertions on, every other invariant
+ * (ca_get_stats checks them all, arena_check.c). */
 static inline void assert_balanced(fixture *f)
 {
     ca_dev_stats st = stats(f);

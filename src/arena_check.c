@@ -1,0 +1,70 @@
+/* The device's invariants, checked whole: what the unit tests' balance check and the comments
+ * of arena_internal.h promise, walked block by block. O(blocks), so it runs where it is asked
+ * for (ca_arena_check, statistics reads, and one slow allocation in CA_CHECK_EVERY) and only in
+ * builds with assertions on (CA_DEBUG); a release build compiles it to nothing. */
+#include "arena_internal.h"
+#include "ca_assert.h"
+
+#ifdef CA_DEBUG
+
+/* One segment: its blocks tile it in address order, each knows it and its neighbours, and
+ * every allocated block is the live map's. Adds the bytes of each state to sum[]. */
+static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], uint64_t n[6])
+{
+    uintptr_t at = s->base;
+    const ca_block *prev = NULL;
+    for (const ca_block *b = s->first; b; prev = b, b = b->next) {
+        ca_assert(b->seg == s);
+        ca_assert(b->prev == prev);
+        ca_assert(b->addr == at);
+        ca_assert(b->size > 0 && b->state <= BLOCK_UNMAPPING);
+        ca_assert(b->state != BLOCK_ALLOC || ca_map_get(&d->live, b->addr) == b);
+        ca_assert(b->state == BLOCK_ALLOC || !__atomic_load_n(&b->kept, __ATOMIC_RELAXED));
+        sum[b->state] += b->size;
+        n[b->state]++;
+        at += b->size;
+    }
+    ca_assert(at == s->base + s->size);
+}
+
+/* A pool's indexes: what its bins say they hold. */
+static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_t *fast)
+{
+    *bytes += p->small.bytes + p->large.bytes;
+    *count += p->small.count + p->large.count;
+    *fast += p->nfast;
+}
+
+void ca_device_check(ca_device *d)
+{
+    uint64_t sum[6] = {0}, n[6] = {0}, bin_bytes = 0, bin_count = 0, nfast = 0;
+    for (int i = 0; i < d->nsegs; i++) {
+        const ca_segment *s = d->segs[i];
+        ca_assert(i == 0 || d->segs[i - 1]->base + d->segs[i - 1]->size <= s->base);
+        check_segment(d, s, sum, n);
+    }
+    /* Every allocated block is in the live map, and nothing else. */
+    ca_assert(n[BLOCK_ALLOC] == d->live.count);
+    add_pool(&d->plain, &bin_bytes, &bin_count, &nfast);
+    for (int i = 0; i < d->npools; i++)
+        add_pool(d->pools[i], &bin_bytes, &bin_count, &nfast);
+    /* Reserved = allocated + cached + pending, and each is exactly its blocks. */
+    ca_assert(d->st.reserved_bytes ==
+              d->st.allocated_bytes + d->st.cached_bytes + d->st.pending_bytes);
+    ca_assert(sum[BLOCK_ALLOC] == d->st.allocated_bytes);
+    ca_assert(sum[BLOCK_FREE] + sum[BLOCK_FAST] == d->st.cached_bytes);
+    ca_assert(sum[BLOCK_PENDING] == d->st.pending_bytes);
+    /* Free blocks are the bins', and only they. */
+    ca_assert(bin_bytes == sum[BLOCK_FREE] && bin_count == n[BLOCK_FREE]);
+    /* The pending list: pending blocks, in the order of their frees. */
+    uint64_t seq = 0;
+    for (const ca_block *b = d->pend_head; b; b = b->lnext) {
+        ca_assert(b->state == BLOCK_PENDING);
+        ca_assert(b->free_seq >= seq);
+        seq = b->free_seq;
+        ca_assert(b->lnext || b == d->pend_tail);
+    }
+    ca_assert(nfast == n[BLOCK_FAST]);
+}
+
+#endif
