@@ -17,7 +17,7 @@ atomic_uint ca_dlopen_gen;
 
 static _Atomic(dlopen_fn) real_dlopen;
 
-static __attribute__((noinline)) dlopen_fn resolve_dlopen(void)
+static CA_NOINLINE dlopen_fn resolve_dlopen(void)
 {
     dlopen_fn f;
     void *p = ca_real_dlsym()(RTLD_NEXT, "dlopen");

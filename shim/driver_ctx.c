@@ -75,7 +75,7 @@ int ca_drv_primary_slot(int dev)
 }
 
 /* The calling thread's current context changed, or its slot was dropped: look it up. */
-static CA_SLOW void remember(void *ctx)
+static CA_COLD void remember(void *ctx)
 {
     int s = ca_drv_slot_of(ctx);
     tl_ctx = ctx;

@@ -26,7 +26,7 @@ static ca_rt_err sticky_of(const ca_runtime *rt, int dev)
 /* A free the cache served on a device with a sticky error: the real free would have failed
  * with it. Asked of the real free (with a host address, never one of the cache's blocks), so
  * the code and the runtime's last error are its own. */
-static CA_SLOW ca_rt_err sticky_free(ca_runtime *rt, ca_rt_err sticky)
+static CA_COLD ca_rt_err sticky_free(ca_runtime *rt, ca_rt_err sticky)
 {
     ca_rt_err e = rt->fn.free(&not_a_device_pointer);
     return e != rt->codes.success && e != rt->codes.invalid_value ? e : sticky;
@@ -61,7 +61,7 @@ static void real_release(ca_runtime *rt, int kind, void *p, void *stream)
 /* The arena refused an allocation the real runtime must now answer: its code and last error
  * are then the runtime's own. Under CACHEALLOC_LIMIT the real runtime may succeed where the
  * arena may not: the limit wins, and an impossible request records out-of-memory. */
-static CA_SLOW ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, void **ptr, size_t size,
+static CA_COLD ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, void **ptr, size_t size,
                                void *stream)
 {
     void *p = NULL;
@@ -98,7 +98,7 @@ static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_
  * real call, an allocation of its own that exports correctly. Blocks freed since came back to
  * the cache, which no plain allocation takes from any more: when the device is full, what it
  * holds unused goes back and the call is made again. */
-static CA_SLOW ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
+static CA_COLD ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     ca_rt_err e = rt->fn.malloc(ptr, size);
     if (e == rt->codes.out_of_memory && ca_reclaim(rt->arena, -1) > 0)

@@ -11,24 +11,24 @@
  * fast lane. */
 typedef struct ca_lane ca_lane;
 /* cudaMalloc / hipMalloc with every check, arming the calling thread's lane. */
-CA_SLOW ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size);
+CA_COLD ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size);
 /* cudaMalloc / hipMalloc on the lane, on current device dev, that the thread cache missed. */
-CA_SLOW ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size);
+CA_COLD ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size);
 /* cudaFree / hipFree with every check. */
-CA_SLOW ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr);
+CA_COLD ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr);
 /* cudaFree / hipFree past the checks, by a thread whose plain calls are counted on device
  * counted (-1: none known). */
 ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted);
 /* cudaMallocAsync / hipMallocAsync with every check, arming the lane for the stream. */
-CA_SLOW ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size,
+CA_COLD ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size,
                                              void *stream, int ptsz);
 /* cudaMallocAsync / hipMallocAsync on lane l (its stream) that the thread cache missed. */
-CA_SLOW ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, void **ptr,
+CA_COLD ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, void **ptr,
                                              size_t size);
 /* cudaFreeAsync / hipFreeAsync with every check. */
-CA_SLOW ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
+CA_COLD ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
 /* cudaFreeAsync / hipFreeAsync on lane l (its stream) that the thread cache did not keep. */
-CA_SLOW ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr);
+CA_COLD ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr);
 /* cudaMemGetInfo / hipMemGetInfo: free memory includes the cache's reusable bytes. */
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes);
 /* Device (context) dev lost its memory: the cache forgets it, its streams and its sticky

@@ -10,20 +10,18 @@
 #include "front.h"
 #include "lane.h"
 
-#define CA_FAST static inline __attribute__((always_inline))
-
 /* A call finds no lane (ca_lane_of: NULL) from inside one of the cache's own calls, whose
  * lanes are held then, nor while the door is shut: a lane is armed only once it opened. */
 
 /* The lane of a stream-ordered call on (stream, ptsz), or NULL. */
-CA_FAST ca_lane *ca_front_lane_stream(const ca_runtime *rt, void *stream, int ptsz)
+CA_INLINE ca_lane *ca_front_lane_stream(const ca_runtime *rt, void *stream, int ptsz)
 {
     ca_lane *l = ca_lane_of(rt);
     return l != NULL && l->async && l->stream == stream && l->ptsz == ptsz ? l : NULL;
 }
 
 /* cudaMalloc / hipMalloc. */
-CA_FAST ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
+CA_INLINE ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     ca_lane *l = ca_lane_of(rt);
     int dev;
@@ -35,7 +33,7 @@ CA_FAST ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 }
 
 /* cudaFree / hipFree. */
-CA_FAST ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
+CA_INLINE ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 {
     ca_lane *l = ca_lane_of(rt);
     if (l == NULL || !l->plain || ptr == NULL)
@@ -47,7 +45,7 @@ CA_FAST ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 }
 
 /* cudaMallocAsync / hipMallocAsync; ptsz: a _ptsz entry point (stream 0 = per-thread). */
-CA_FAST ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream,
+CA_INLINE ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size, void *stream,
                                         int ptsz)
 {
     ca_lane *l = ca_front_lane_stream(rt, stream, ptsz);
@@ -59,7 +57,7 @@ CA_FAST ca_rt_err ca_front_malloc_async(ca_runtime *rt, void **ptr, size_t size,
 }
 
 /* cudaFreeAsync / hipFreeAsync; ptsz as above. */
-CA_FAST ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
+CA_INLINE ca_rt_err ca_front_free_async(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
     ca_lane *l = ca_front_lane_stream(rt, stream, ptsz);
     /* The per-thread stream's key is told to the arena per device, the block's own: off the

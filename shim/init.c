@@ -102,7 +102,7 @@ static void setup(void)
     ca_tc_set_retire_hook(ca_lane_disarm);
 }
 
-static CA_SLOW void scan_imports(ca_runtime *rt)
+static CA_COLD void scan_imports(ca_runtime *rt)
 {
     unsigned gen = atomic_load_explicit(&ca_dlopen_gen, memory_order_acquire);
     Dl_info info;
@@ -196,7 +196,7 @@ static void open_runtime(ca_runtime *rt)
     }
 }
 
-static CA_SLOW bool cache_ready_slow(ca_runtime *rt)
+static CA_COLD bool cache_ready_slow(ca_runtime *rt)
 {
     if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
         return false;
@@ -263,7 +263,7 @@ static void src_tick(void *ctx)
             ca_capture_reclaim(rt, dev, 0);
 }
 
-static CA_SLOW void stats_start_slow(ca_runtime *rt)
+static CA_COLD void stats_start_slow(ca_runtime *rt)
 {
     pthread_mutex_lock(&stats_lock);
     if (!atomic_load(&stats_tried)) {

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "arena.h"
+#include "ca_compiler.h"
 
 /* cudaError_t and hipError_t are enums without negative values: compatible with unsigned int
  * under gcc and clang (asserted by the ABI checks). */
@@ -27,9 +28,6 @@ typedef unsigned int ca_rt_err;
  * memory does not exist yet, and that dlsym is the shim's; ThreadSanitizer likewise. */
 #define CA_BEFORE_SANITIZERS __attribute__((no_sanitize("address", "thread")))
 
-/* A rare path kept out of line, so that the common path that calls it saves no registers and
- * sets up no stack frame (the compiler would otherwise inline it into every call). */
-#define CA_SLOW __attribute__((noinline, cold))
 
 /* The real functions. Identical shapes for both runtimes; NULL where a runtime lacks one. */
 typedef struct ca_rt_fns {

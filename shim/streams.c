@@ -182,7 +182,7 @@ int ca_stream_plain_counted(const ca_runtime *rt)
 }
 
 /* ca_stream_plain_thread for a device this thread's plain calls were not counted on yet. */
-static CA_SLOW void plain_thread_first(ca_runtime *rt, int dev, uint64_t bit)
+static CA_COLD void plain_thread_first(ca_runtime *rt, int dev, uint64_t bit)
 {
     refresh_epoch(dev);
     if (tl.plain_id == 0)
@@ -256,7 +256,7 @@ static ca_rt_err meet_stream(ca_runtime *rt, void *stream, int dev)
 
 /* ca_stream_key for a handle this thread did not look up last: out of line, so that a hit in
  * ca_stream_key saves no registers. */
-static __attribute__((noinline)) ca_rt_err known_key(ca_runtime *rt, void *stream,
+static CA_NOINLINE ca_rt_err known_key(ca_runtime *rt, void *stream,
                                                      uint_fast64_t gen, int *dev)
 {
     pthread_rwlock_rdlock(&known_lock);

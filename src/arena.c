@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arena_internal.h"
+#include "ca_compiler.h"
 #include "grow.h"
 #include "clock.h"
 #include "arena_tcache.h"
@@ -365,7 +366,7 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
 /* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
  * a hit in the thread's cache saves no registers and sets up no stack. last: the final try,
  * which reports a failure; before it, a refusal by the device answers ASK_NEIGHBOURS. */
-static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, size_t size,
+static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size,
                                                        ca_stream_t s, unsigned api, void **out,
                                                        bool last)
 {
@@ -476,7 +477,7 @@ static __attribute__((noinline)) ca_status malloc_slow(ca_arena *a, int dev, siz
 
 /* The ladder's last rung: the neighbours give back what they hold free, within the wait, and
  * the whole ladder runs once more (it also reports the failure, if that was not enough). */
-static __attribute__((noinline, cold)) ca_status
+static CA_COLD ca_status
 malloc_after_neighbours(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
                         void **out)
 {
@@ -506,7 +507,7 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
 /* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,
  * with *inside telling whether ptr falls in one of d's segments (an interior pointer or a
  * double free, counted there). */
-static inline __attribute__((always_inline)) ca_block *take_live(ca_device *d, void *ptr,
+CA_INLINE ca_block *take_live(ca_device *d, void *ptr,
                                                              bool *inside)
 {
     ca_lock_acquire(&d->lock);
@@ -622,7 +623,7 @@ void ca_tc_return(ca_arena *a, int dev)
 }
 
 /* The block the thread's cache just pushed out goes back through the pools. */
-static __attribute__((noinline)) void free_evicted(ca_arena *a)
+static CA_NOINLINE void free_evicted(ca_arena *a)
 {
     ca_tc_entry e;
     ca_tc_evicted(a, &e);
@@ -646,7 +647,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
 }
 
 /* ca_free past the thread's cache: the pools, under the device lock. */
-static __attribute__((noinline)) ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s,
+static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s,
                                                      unsigned api, int *dev_out)
 {
     ca_device *d;
@@ -668,6 +669,22 @@ static __attribute__((noinline)) ca_status free_slow(ca_arena *a, void *ptr, ca_
     return CA_OK;
 }
 
+typedef struct lookup {
+    uintptr_t addr;
+    size_t requested; /* of the block found */
+} lookup;
+
+static bool live_in(ca_arena *a, ca_device *d, void *ctx)
+{
+    (void)a;
+    lookup *q = ctx;
+    ca_block *b = ca_map_get(&d->live, q->addr);
+    if (!b || __atomic_load_n(&b->kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
+        return false;
+    q->requested = b->requested;
+    return true;
+}
+
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
 {
     int tdev;
@@ -679,26 +696,15 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size)
             *size = treq;
         return 1;
     }
-    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
-        ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        ca_block *b = ca_map_get(&d->live, (uintptr_t)ptr);
-        if (b && __atomic_load_n(&b->kept, __ATOMIC_RELAXED))
-            b = NULL; /* freed, kept by a thread */
-        if (b) {
-            if (dev)
-                *dev = i;
-            if (size)
-                *size = b->requested;
-        }
-        ca_lock_release(&d->lock);
-        if (b)
-            return 1;
-    }
-    return 0;
+    lookup q = {(uintptr_t)ptr, 0};
+    int found = ca_for_each_device_locked(a, live_in, &q);
+    if (found < 0)
+        return 0;
+    if (dev)
+        *dev = found;
+    if (size)
+        *size = q.requested;
+    return 1;
 }
 
 void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)

@@ -250,18 +250,14 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     return 1;
 }
 
-void ca_arena_check(ca_arena *a)
+static bool check_one(ca_arena *a, ca_device *d, void *ctx)
 {
-    int n = ca_device_count(a);
-    for (int i = 0; i < n; i++) {
-        ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        ca_device_check(d);
-        ca_lock_release(&d->lock);
-    }
+    (void)a, (void)ctx;
+    ca_device_check(d);
+    return false;
 }
+
+void ca_arena_check(ca_arena *a) { ca_for_each_device_locked(a, check_one, NULL); }
 
 bool ca_device_idle(ca_arena *a, int dev, uint64_t now_ns, uint64_t idle_ns)
 {
@@ -283,22 +279,28 @@ bool ca_device_idle(ca_arena *a, int dev, uint64_t now_ns, uint64_t idle_ns)
 
 int ca_device_count(ca_arena *a) { return __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE); }
 
+typedef struct live_walk {
+    ca_live_fn fn;
+    void *ctx;
+} live_walk;
+
+static bool walk_live(ca_arena *a, ca_device *d, void *ctx)
+{
+    (void)a;
+    const live_walk *w = ctx;
+    for (size_t s = 0; s < d->live.cap; s++) {
+        ca_block *b = d->live.vals[s];
+        if (d->live.keys[s] && b && !__atomic_load_n(&b->kept, __ATOMIC_RELAXED))
+            w->fn(w->ctx, d->id, (void *)b->addr, b->requested, b->t_alloc_ns,
+                  b->depth ? (void *const *)b->stack : NULL, b->depth);
+    }
+    return false;
+}
+
 void ca_foreach_live(ca_arena *a, ca_live_fn fn, void *ctx)
 {
-    int n = ca_device_count(a);
-    for (int i = 0; i < n; i++) {
-        ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        for (size_t s = 0; s < d->live.cap; s++) {
-            ca_block *b = d->live.vals[s];
-            if (d->live.keys[s] && b && !__atomic_load_n(&b->kept, __ATOMIC_RELAXED))
-                fn(ctx, i, (void *)b->addr, b->requested, b->t_alloc_ns,
-                   b->depth ? (void *const *)b->stack : NULL, b->depth);
-        }
-        ca_lock_release(&d->lock);
-    }
+    live_walk w = {fn, ctx};
+    ca_for_each_device_locked(a, walk_live, &w);
 }
 
 void ca_arena_destroy(ca_arena *a)

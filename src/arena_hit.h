@@ -8,9 +8,7 @@
 #define CACHEALLOC_ARENA_HIT_H
 
 #include "arena_tcache.h"
-
-/* Inlined even where the compiler would not: the point is no call. */
-#define CA_HIT static inline __attribute__((always_inline))
+#include "ca_compiler.h"
 
 struct ca_tcache {
     uint32_t lock;                    /* ca_tc_try, tc_lock: 0 free, 1 held               */
@@ -48,13 +46,13 @@ typedef struct ca_tc_thread {
 } ca_tc_thread;
 extern _Thread_local ca_tc_thread ca_tc_self;
 
-CA_HIT unsigned ca_tc_slot(const ca_arena *a)
+CA_INLINE unsigned ca_tc_slot(const ca_arena *a)
 {
     return (unsigned)a->serial & (CA_TC_SLOTS - 1);
 }
 
 /* The calling thread's cache of a, or NULL (none made yet, or thread caches are off). */
-CA_HIT ca_tcache *ca_tc_mine(const ca_arena *a)
+CA_INLINE ca_tcache *ca_tc_mine(const ca_arena *a)
 {
     unsigned i = ca_tc_slot(a);
     return ca_tc_self.serial[i] == a->serial ? ca_tc_self.tc[i] : NULL;
@@ -63,19 +61,19 @@ CA_HIT ca_tcache *ca_tc_mine(const ca_arena *a)
 /* A cache's lock: its thread only ever tries it (held: that call misses, or spills nothing),
  * and whoever collects or sums the caches spins on it (arena_tcache.c). So giving it back is
  * one store, with nobody asleep to wake. */
-CA_HIT bool ca_tc_try(ca_tcache *tc)
+CA_INLINE bool ca_tc_try(ca_tcache *tc)
 {
     uint32_t free_ = 0;
     return __atomic_compare_exchange_n(&tc->lock, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-CA_HIT void ca_tc_unlock(ca_tcache *tc)
+CA_INLINE void ca_tc_unlock(ca_tcache *tc)
 {
     __atomic_store_n(&tc->lock, 0, __ATOMIC_RELEASE);
 }
 
 /* The table entry of the i-th kept block (0: the oldest). */
-CA_HIT ca_tc_entry *ca_tc_kept_at(ca_tcache *tc, unsigned i)
+CA_INLINE ca_tc_entry *ca_tc_kept_at(ca_tcache *tc, unsigned i)
 {
     return &tc->table[tc->order[i]];
 }
@@ -83,7 +81,7 @@ CA_HIT ca_tc_entry *ca_tc_kept_at(ca_tcache *tc, unsigned i)
 /* Whether kept block e may serve a request now: the same requested size, device, API and
  * stream, and a stream-ordered block while its stream lives, a plain one while its device has
  * no stream but the default ones (the thread's own default stream orders the reuse). */
-CA_HIT bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_stream_t s,
+CA_INLINE bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_stream_t s,
                                 unsigned api)
 {
     if (e->requested != size || e->key != s || e->dev != dev || e->api != api)
@@ -95,7 +93,7 @@ CA_HIT bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_stream_t
 
 /* Hand out the i-th kept block of tc, forgetting it there (the newer ones move down). Caller
  * holds tc's lock. */
-CA_HIT void *ca_tc_reissue(ca_tcache *tc, unsigned i)
+CA_INLINE void *ca_tc_reissue(ca_tcache *tc, unsigned i)
 {
     ca_tc_entry *e = ca_tc_kept_at(tc, i);
     tc->hits[e->dev]++;
@@ -108,14 +106,14 @@ CA_HIT void *ca_tc_reissue(ca_tcache *tc, unsigned i)
 }
 
 /* The table slot of the block at addr: a multiplicative hash of its 512-byte units. */
-CA_HIT size_t ca_tc_issued_slot(uintptr_t addr)
+CA_INLINE size_t ca_tc_issued_slot(uintptr_t addr)
 {
     return (size_t)((addr >> 9) * 0x9E3779B97F4A7C15ull >> 58) & (CA_TC_ISSUED - 1);
 }
 
 /* The issued entry of ptr (not NULL), in its table slot, still valid; or NULL. Caller holds
  * tc's lock. */
-CA_HIT ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t slot, const void *ptr)
+CA_INLINE ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t slot, const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;
     ca_tc_entry *e = &tc->table[slot];
@@ -129,7 +127,7 @@ CA_HIT ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t slot, const void *p
 }
 
 /* Whether the calling thread may keep e, freed by (s, api). */
-CA_HIT bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
+CA_INLINE bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
 {
     if (e->api != api || e->key != s)
         return false;
@@ -138,7 +136,7 @@ CA_HIT bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
 }
 
 /* Keep e, table slot `slot`, as the newest kept block. Caller holds tc's lock, with room. */
-CA_HIT void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
+CA_INLINE void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
 {
     e->is_kept = 1;
     if (e->api != CA_API_PLAIN) /* a plain block's reuse does not look at it */
@@ -152,7 +150,7 @@ CA_HIT void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
  * served the allocation (*out set); false: ca_malloc serves it. Only the newest kept block is
  * tried: what misses it is the pools' business, ca_malloc's full search of the cache first.
  * size > 0, out valid. */
-CA_HIT bool ca_malloc_hit(ca_tcache *tc, int dev, size_t size, ca_stream_t s, unsigned api,
+CA_INLINE bool ca_malloc_hit(ca_tcache *tc, int dev, size_t size, ca_stream_t s, unsigned api,
                           void **out)
 {
     if (!tc || !ca_tc_try(tc))
@@ -168,7 +166,7 @@ CA_HIT bool ca_malloc_hit(ca_tcache *tc, int dev, size_t size, ca_stream_t s, un
 /* The calling thread's own cache tc only (NULL: none): true when it kept the free of ptr, a
  * block of device dev; false: ca_free answers (another device, or a keep that pushes out the
  * oldest). ptr not NULL. */
-CA_HIT bool ca_free_hit(ca_tcache *tc, void *ptr, ca_stream_t s, unsigned api, int dev)
+CA_INLINE bool ca_free_hit(ca_tcache *tc, void *ptr, ca_stream_t s, unsigned api, int dev)
 {
     if (!tc || !ca_tc_try(tc))
         return false;

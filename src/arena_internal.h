@@ -215,6 +215,25 @@ static inline ca_device *ca_device_peek(ca_arena *a, int dev)
         return NULL;
     return __atomic_load_n(&a->dev[dev], __ATOMIC_ACQUIRE);
 }
+
+/* Call fn on each device of a in order, under that device's lock, until fn returns true: the
+ * number of the device it stopped at, else -1. */
+typedef bool (*ca_device_fn)(ca_arena *a, ca_device *d, void *ctx);
+static inline int ca_for_each_device_locked(ca_arena *a, ca_device_fn fn, void *ctx)
+{
+    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        ca_device *d = ca_device_peek(a, i);
+        if (!d)
+            continue;
+        ca_lock_acquire(&d->lock);
+        bool stop = fn(a, d, ctx);
+        ca_lock_release(&d->lock);
+        if (stop)
+            return i;
+    }
+    return -1;
+}
 /* arena_release.c. Under the lock: detach every whole, reuse-safe segment of d (pinned ones
  * too when all), up to want bytes, and return them (*n of them) to give back unlocked. */
 ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n);

@@ -12,26 +12,28 @@ static const ca_block *block_at(const ca_segment *seg, uintptr_t addr)
     return NULL;
 }
 
+typedef struct search {
+    uintptr_t addr;
+    ca_place *out;
+} search;
+
+static bool place_in(ca_arena *a, ca_device *d, void *ctx)
+{
+    (void)a;
+    search *q = ctx;
+    const ca_segment *seg = ca_segment_find(d, q->addr);
+    if (!seg)
+        return false;
+    const ca_block *b = block_at(seg, q->addr);
+    *q->out = (ca_place){.dev = d->id, .seg_base = seg->base, .seg_size = seg->size,
+                         .expandable = seg->expandable, .block = b ? b->addr : 0,
+                         .live = b && b->state == BLOCK_ALLOC &&
+                                 !__atomic_load_n(&b->kept, __ATOMIC_RELAXED)};
+    return true;
+}
+
 int ca_locate(ca_arena *a, const void *ptr, ca_place *out)
 {
-    uintptr_t addr = (uintptr_t)ptr;
-    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
-        ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        const ca_segment *seg = ca_segment_find(d, addr);
-        if (seg) {
-            const ca_block *b = block_at(seg, addr);
-            *out = (ca_place){.dev = i, .seg_base = seg->base, .seg_size = seg->size,
-                              .expandable = seg->expandable, .block = b ? b->addr : 0,
-                              .live = b && b->state == BLOCK_ALLOC &&
-                                      !__atomic_load_n(&b->kept, __ATOMIC_RELAXED)};
-        }
-        ca_lock_release(&d->lock);
-        if (seg)
-            return 1;
-    }
-    return 0;
+    search q = {(uintptr_t)ptr, out};
+    return ca_for_each_device_locked(a, place_in, &q) >= 0;
 }

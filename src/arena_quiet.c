@@ -11,22 +11,22 @@
  * and waits out the windows, so no call that started before it can land in the capture. */
 #include "arena_internal.h"
 
+/* Under d's lock: until no thread is inside a window of d (the lock is dropped meanwhile). */
+static bool wait_windows(ca_arena *a, ca_device *d, void *ctx)
+{
+    (void)a, (void)ctx;
+    for (uint32_t w; (w = d->windows) != 0;) {
+        ca_lock_release(&d->lock);
+        ca_futex_wait(&d->windows, w);
+        ca_lock_acquire(&d->lock);
+    }
+    return false;
+}
+
 void ca_quiet_begin(ca_arena *a)
 {
     __atomic_add_fetch(&a->quiet, 1, __ATOMIC_SEQ_CST);
-    int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
-        ca_device *d = ca_device_peek(a, i);
-        if (!d)
-            continue;
-        ca_lock_acquire(&d->lock);
-        for (uint32_t w; (w = d->windows) != 0;) {
-            ca_lock_release(&d->lock);
-            ca_futex_wait(&d->windows, w);
-            ca_lock_acquire(&d->lock);
-        }
-        ca_lock_release(&d->lock);
-    }
+    ca_for_each_device_locked(a, wait_windows, NULL);
 }
 
 void ca_quiet_end(ca_arena *a)
