@@ -6,6 +6,7 @@
 #include "capture.h"
 #include "front.h"
 #include "init.h"
+#include "stats_source.h"
 #include "settings.h"
 #include "lane.h"
 #include "public_internal.h"

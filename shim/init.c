@@ -1,4 +1,4 @@
-/* Lazy one-time initialization, statistics start-up and fork handling. No constructor: the
+/* Lazy one-time initialization and fork handling. No constructor: the
  * first interposed call does the work, so a process that never calls CUDA or HIP pays nothing. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -11,7 +11,6 @@
 #include "arena_tcache.h"
 #include "backend.h"
 #include "capture.h"
-#include "clock.h"
 #include "driver_ctx.h"
 #include "dlopen_hook.h"
 #include "lane.h"
@@ -22,7 +21,7 @@
 #include "real.h"
 #include "registry.h"
 #include "settings.h"
-#include "stats_writer.h"
+#include "stats_source.h"
 #include "streams.h"
 #include "trace.h"
 #include "verbose.h"
@@ -33,10 +32,6 @@ static ca_trace *trace;
 
 static ca_runtime *_Atomic opened[CA_RT_SLOTS];  /* runtimes the program ever called */
 static atomic_int absent_said[CA_RT_SLOTS];
-
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int stats_tried;
-static ca_stats_source stats_src;
 
 static void after_fork_child(void)
 {
@@ -57,14 +52,7 @@ static void after_fork_child(void)
     ca_capture_after_fork();
     ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
-    /* The parent's segment and monitor thread are not the child's; the child publishes its
-     * own segment at its first allocation. */
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    stats_lock = fresh;
-    if (atomic_load(&stats_tried)) {
-        ca_stats_forget_after_fork();
-        atomic_store(&stats_tried, 0);
-    }
+    ca_stats_source_after_fork();
     ca_lane_invalidate();
 }
 
@@ -219,75 +207,3 @@ bool ca_cache_ready(ca_runtime *rt)
     return cache_ready_slow(rt);
 }
 
-static int src_device_count(void *ctx)
-{
-    return ca_device_count(((ca_runtime *)ctx)->arena);
-}
-
-static int src_read_device(void *ctx, int dev, ca_dev_stats *out)
-{
-    return ca_get_stats(((ca_runtime *)ctx)->arena, dev, out);
-}
-
-/* The monitor never calls the device during a stream capture: the request waits (capture.c). */
-static uint64_t src_reclaim(void *ctx, int dev)
-{
-    return ca_capture_reclaim(ctx, dev, 1);
-}
-
-/* The device's memory as the real driver (runtime) reports it, through the arena's backend,
- * which makes the device (context) current on the monitor thread and restores it after. */
-static int src_mem_info(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_bytes)
-{
-    ca_backend be;
-    size_t f = 0, t = 0;
-    ca_backend_make(ctx, &be);
-    if (be.mem_info(be.ctx, dev, &f, &t) != CA_OK)
-        return -1;
-    *free_bytes = f;
-    *total_bytes = t;
-    return 0;
-}
-
-/* Memory the program left unused on a device for CACHEALLOC_IDLE_RELEASE seconds goes back to
- * the driver, for the other processes (docs/arena.md, "A good neighbour"); during a stream
- * capture, after it (capture.c). */
-static void src_tick(void *ctx)
-{
-    ca_runtime *rt = ctx;
-    uint64_t idle_ns = ca_shim_options()->idle_release_s * UINT64_C(1000000000);
-    uint64_t now = ca_now_ns();
-    int n = ca_device_count(rt->arena);
-    for (int dev = 0; dev < n; dev++)
-        if (ca_device_idle(rt->arena, dev, now, idle_ns))
-            ca_capture_reclaim(rt, dev, 0);
-}
-
-static CA_COLD void stats_start_slow(ca_runtime *rt)
-{
-    pthread_mutex_lock(&stats_lock);
-    if (!atomic_load(&stats_tried)) {
-        atomic_store(&stats_tried, 1);
-        if (ca_shim_options()->stats) {
-            char summary[512];
-            ca_options_summary(ca_shim_options(), summary, sizeof summary);
-            stats_src = (ca_stats_source){
-                .ctx = rt,
-                .device_count = src_device_count,
-                .read_device = src_read_device,
-                .reclaim = src_reclaim,
-                .mem_info = src_mem_info,
-                .tick = src_tick,
-            };
-            ca_stats_start(&stats_src, rt->api, summary);
-        }
-    }
-    pthread_mutex_unlock(&stats_lock);
-}
-
-void ca_stats_ensure(ca_runtime *rt)
-{
-    if (atomic_load_explicit(&stats_tried, memory_order_relaxed))
-        return;
-    stats_start_slow(rt);
-}

@@ -13,10 +13,6 @@
  * after the first call. */
 bool ca_cache_ready(ca_runtime *rt);
 
-/* Start the statistics segment at the first allocation call, if CACHEALLOC_STATS allows it.
- * Cheap after the first call. */
-void ca_stats_ensure(ca_runtime *rt);
-
 /* For a program built for per-thread default streams, end device dev's single-stream fast path
  * at its first plain allocation (other host threads' default streams are streams too). */
 void ca_per_thread_default_check(ca_runtime *rt, int dev);
