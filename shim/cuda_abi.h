@@ -74,6 +74,9 @@ typedef struct cuabi_access_desc {
       (cuabi_deviceptr dptr, cuabi_stream_t hStream))                                         \
     X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, CUABI_GPA_PER_THREAD, cuMemFreeAsync,     \
       (cuabi_deviceptr dptr, cuabi_stream_t hStream))                                         \
+    X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, CUABI_GPA_LEGACY, cuMemAllocPitch_v2,      \
+      (cuabi_deviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,           \
+       unsigned int ElementSizeBytes))                                                        \
     X(cuMemGetInfo_v2, "cuMemGetInfo", 3020, CUABI_GPA_LEGACY, cuMemGetInfo_v2,               \
       (size_t * free, size_t * total))                                                        \
     X(cuStreamCreate, "cuStreamCreate", 2000, CUABI_GPA_LEGACY, cuStreamCreate,               \

@@ -93,6 +93,23 @@ ca_rt_err cuMemAllocAsync_ptsz(cuabi_deviceptr *p, size_t n, cuabi_stream_t s) {
 ca_rt_err cuMemFreeAsync(cuabi_deviceptr p, cuabi_stream_t s) { return ca_front_free_async(&ca_drv_rt, (void *)(uintptr_t)p, s, 0); }
 /* Serves cuMemFreeAsync_ptsz. */
 ca_rt_err cuMemFreeAsync_ptsz(cuabi_deviceptr p, cuabi_stream_t s) { return ca_front_free_async(&ca_drv_rt, (void *)(uintptr_t)p, s, 1); }
+/* Serves cuMemAllocPitch_v2 (cudaMallocPitch, cudaMalloc3D): the driver's own allocation, which
+ * the cache does not serve; when the device is full, the cache makes room (front.h) and the
+ * call is made again, as it would have succeeded without the cache. */
+ca_rt_err cuMemAllocPitch_v2(cuabi_deviceptr *p, size_t *pitch, size_t width, size_t height,
+                             unsigned elem)
+{
+    ca_rt_err (*real)(cuabi_deviceptr *, size_t *, size_t, size_t, unsigned) =
+        REAL(ca_rt_err(*)(cuabi_deviceptr *, size_t *, size_t, size_t, unsigned),
+             I_cuMemAllocPitch_v2);
+    if (real == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = real(p, pitch, width, height, elem);
+    if (e == CUABI_ERROR_OUT_OF_MEMORY && ca_front_make_room(&ca_drv_rt))
+        e = real(p, pitch, width, height, elem);
+    return e;
+}
+
 /* Serves cuMemGetInfo_v2: cached bytes count as free. */
 ca_rt_err cuMemGetInfo_v2(size_t *f, size_t *t) { return ca_front_mem_get_info(&ca_drv_rt, f, t); }
 /* Sees stream creation. */

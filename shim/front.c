@@ -102,9 +102,14 @@ static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_
 static CA_COLD ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     ca_rt_err e = rt->fn.malloc(ptr, size);
-    if (e == rt->codes.out_of_memory && ca_reclaim(rt->arena, -1) > 0)
+    if (e == rt->codes.out_of_memory && ca_front_make_room(rt))
         e = rt->fn.malloc(ptr, size);
     return e;
+}
+
+bool ca_front_make_room(ca_runtime *rt)
+{
+    return ca_cache_ready(rt) && ca_make_room(rt->arena) > 0;
 }
 
 /* A full check that began at generation gen passed for the current device dev: the calling

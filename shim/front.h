@@ -10,6 +10,9 @@
 /* The allocation entry points themselves are front_lane.h's; these are their ways off the
  * fast lane. */
 typedef struct ca_lane ca_lane;
+/* The driver refused an allocation the cache does not serve: the cache makes room for it
+ * (ca_make_room); true when it did, and the caller makes the call once more. */
+CA_COLD bool ca_front_make_room(ca_runtime *rt);
 /* cudaMalloc / hipMalloc with every check, arming the calling thread's lane. */
 CA_COLD ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size);
 /* cudaMalloc / hipMalloc on the lane, on current device dev, that the thread cache missed. */

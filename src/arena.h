@@ -233,6 +233,12 @@ void ca_device_reset(ca_arena *a, int dev);
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
 
+/* The driver refused an allocation the arena does not serve (the program's pitched memory, an
+ * exporter's own allocation): what the arena holds free on every device goes back, or, when
+ * that was nothing, what the neighbours hold (config.neighbours_api). Bytes made free: worth
+ * one more try when not 0. No lock of the arena held. */
+uint64_t ca_make_room(ca_arena *a);
+
 /* Check every invariant of every device (arena_check.c), taking each device's lock; the
  * process stops at a broken one. Does nothing in builds without assertions. */
 void ca_arena_check(ca_arena *a);

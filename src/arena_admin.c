@@ -5,6 +5,7 @@
 #include "arena_internal.h"
 #include "ca_assert.h"
 #include "arena_tcache.h"
+#include "neighbours.h"
 
 uint64_t ca_device_sync_begin(ca_arena *a, int dev)
 {
@@ -248,6 +249,14 @@ int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
     if (a->tc_on)
         ca_tc_adjust_stats(a, dev, out);
     return 1;
+}
+
+uint64_t ca_make_room(ca_arena *a)
+{
+    uint64_t bytes = ca_reclaim(a, -1);
+    if (bytes == 0 && a->cfg.neighbours_api)
+        bytes = ca_neighbours_ask(a->cfg.neighbours_api, a->cfg.neighbours_wait_ms);
+    return bytes;
 }
 
 static bool check_one(ca_arena *a, ca_device *d, void *ctx)

@@ -8,6 +8,9 @@
  *   scattered-free 400 blocks of 2 MiB, every other one freed, then 300 MiB in one piece: the
  *                  device has it plainly; the cache's free memory is in 2 MiB pieces between
  *                  live blocks (only expandable segments can give it back: issue "do no harm")
+ *   pitch          the cache holds 60% of the device free; then a pitched allocation of that
+ *                  much, which the cache does not serve (cudaMallocPitch, cuMemAllocPitch;
+ *                  CUDA only: HIP's hipMallocPitch is not interposed)
  *   two-processes  a neighbour on the same device frees 60% of it into its cache, keeping one
  *                  block live; this process then asks for that much (a fork made before either
  *                  touches the device; run with CACHEALLOC_STATS=1, a private
@@ -96,6 +99,40 @@ static int scattered_free(void)
     return e == gpuSuccess ? 0 : 1;
 }
 
+#ifndef GPU_HIP
+/* A pitched allocation of height rows of 64 KiB, through the build's API. */
+static gpuError_t malloc_pitch(void **p, size_t *pitch, size_t height)
+{
+#ifdef GPU_DRIVER
+    return GPU_DRV(cuMemAllocPitch((CUdeviceptr *)p, pitch, 64 * 1024, height, 16));
+#else
+    return cudaMallocPitch(p, pitch, 64 * 1024, height);
+#endif
+}
+
+static int pitch(void)
+{
+    enum { PIECES = 6 };
+    size_t fr = 0, total = 0;
+    CHECK(gpuMemGetInfo(&fr, &total));
+    size_t piece = (size_t)((double)fr * 0.6 / PIECES) & ~(MIB - 1);
+    void *p[PIECES], *q = NULL;
+    for (int i = 0; i < PIECES; i++)
+        CHECK(gpuMalloc(&p[i], piece));
+    for (int i = 0; i < PIECES; i++)
+        CHECK(gpuFree(p[i]));
+    size_t rows = piece * PIECES / (64 * 1024), row = 0;
+    gpuError_t e = malloc_pitch(&q, &row, rows);
+    printf("a pitched allocation of the 60%% the cache holds free: %s\n",
+           e == gpuSuccess ? "served" : "refused");
+    if (e != gpuSuccess)
+        return 1;
+    CHECK(gpuMemset(q, 0x2D, row * rows));
+    CHECK(gpuFree(q));
+    return 0;
+}
+#endif
+
 /* The second process: waits for the size, asks for it in one piece, uses it. Exit 0: served. */
 static int asker(int from)
 {
@@ -171,6 +208,10 @@ int main(int argc, char **argv)
         return oom_loop();
     if (strcmp(mode, "scattered-free") == 0)
         return scattered_free();
+#ifndef GPU_HIP
+    if (strcmp(mode, "pitch") == 0)
+        return pitch();
+#endif
     fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free|two-processes\n");
     return 2;
 }

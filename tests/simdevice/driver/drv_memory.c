@@ -15,6 +15,22 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
     return drv_ret(sd_malloc((void **)p, n));
 }
 
+/* Pitched device memory (cudaMallocPitch, cudaMalloc3D): rows padded to 512 bytes, as NVIDIA's
+ * driver pads them; an element size other than 4, 8 or 16 is refused, as there. */
+API CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+                                unsigned elem)
+{
+    DRV_TRY(drv_enter_live());
+    if (!p || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16) ||
+        width > ((size_t)1 << 40) || height > ((size_t)1 << 40))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t row = (width + 511) & ~(size_t)511;
+    CUresult rc = drv_ret(sd_malloc((void **)p, row * height));
+    if (rc == CUDA_SUCCESS)
+        *pitch = row;
+    return rc;
+}
+
 /* Frees device or managed memory after waiting for the device, as a GPU driver does. */
 API CUresult cuMemFree_v2(CUdeviceptr p)
 {
