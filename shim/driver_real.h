@@ -20,8 +20,6 @@ typedef struct ca_drv_fns {
     ca_rt_err (*primary_get_state)(int dev, unsigned *flags, int *active);
 } ca_drv_fns;
 
-
-
 /* The dlsym hook saw `name` looked up on `handle` with result p: a real driver entry point. */
 void ca_drv_note(void *handle, const char *name, void *p);
 

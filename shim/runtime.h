@@ -28,7 +28,6 @@ typedef unsigned int ca_rt_err;
  * memory does not exist yet, and that dlsym is the shim's; ThreadSanitizer likewise. */
 #define CA_BEFORE_SANITIZERS __attribute__((no_sanitize("address", "thread")))
 
-
 /* The real functions. Identical shapes for both runtimes; NULL where a runtime lacks one. */
 typedef struct ca_rt_fns {
     ca_rt_err (*malloc)(void **ptr, size_t size);

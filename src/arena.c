@@ -72,7 +72,6 @@ ca_device *ca_device_get(ca_arena *a, int dev)
     return d;
 }
 
-
 /* First use of a device: limits that depend on its size, and the preallocation. A failed
  * preallocation sets *driver_failed: the runtime recorded an error the caller must clear. */
 static void device_ready(ca_arena *a, ca_device *d, bool *driver_failed)

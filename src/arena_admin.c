@@ -210,7 +210,6 @@ uint64_t ca_reusable_bytes(ca_arena *a, int dev)
     return bytes;
 }
 
-
 uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_t total)
 {
     /* Cached blocks are free memory to the program: it can allocate them. */

@@ -173,7 +173,6 @@ struct ca_arena {
     uint32_t quiet;               /* captures under way: no backend call (arena_quiet.c) */
 };
 
-
 /* arena_check.c. Under d's lock: every invariant of the device, walked block by block (the
  * accounting, the tiling of each segment, states against the live map, the bins, the fast
  * lists and the pending list); stops the process at the first broken one. Assertion builds
@@ -246,7 +245,6 @@ static inline bool ca_within_limit(const ca_device *d, size_t more)
 {
     return !d->limit || d->st.reserved_bytes + more <= d->limit;
 }
-
 
 /* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
 size_t ca_segment_size(const ca_config *c, size_t rounded);

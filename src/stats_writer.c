@@ -55,7 +55,6 @@ static int g_atexit_done;
 static char g_path[PATH_MAX];       /* shm name ("/cachealloc...") or file path */
 static int g_in_dir;                /* g_path is a file path (CACHEALLOC_SHM_DIR) */
 
-
 static unsigned current_gen(void) { return __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE); }
 
 static void read_cmdline(char *out, size_t len)

@@ -34,7 +34,6 @@ struct ca_trace {
     char buf[TRACE_BUF];
 };
 
-
 /* Under t->lock: write out the buffered lines. */
 static void flush_locked(ca_trace *t)
 {
