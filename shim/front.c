@@ -62,8 +62,8 @@ static void real_release(ca_runtime *rt, int kind, void *p, void *stream)
 /* The arena refused an allocation the real runtime must now answer: its code and last error
  * are then the runtime's own. Under CACHEALLOC_LIMIT the real runtime may succeed where the
  * arena may not: the limit wins, and an impossible request records out-of-memory. */
-static CA_COLD ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, void **ptr, size_t size,
-                               void *stream)
+static CA_COLD ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, void **ptr,
+                                       size_t size, void *stream)
 {
     void *p = NULL;
     ca_rt_err e = real_alloc(rt, kind, &p, size, stream);

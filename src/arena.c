@@ -365,9 +365,8 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
 /* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
  * a hit in the thread's cache saves no registers and sets up no stack. last: the final try,
  * which reports a failure; before it, a refusal by the device answers ASK_NEIGHBOURS. */
-static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size,
-                                                       ca_stream_t s, unsigned api, void **out,
-                                                       bool last)
+static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_stream_t s,
+                                         unsigned api, void **out, bool last)
 {
     ca_tc_entry spill[CA_TC_KEPT];
     int nspill = a->tc_on ? ca_tc_spill(a, dev, spill) : 0;
@@ -506,8 +505,7 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
 /* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,
  * with *inside telling whether ptr falls in one of d's segments (an interior pointer or a
  * double free, counted there). */
-CA_INLINE ca_block *take_live(ca_device *d, void *ptr,
-                                                             bool *inside)
+CA_INLINE ca_block *take_live(ca_device *d, void *ptr, bool *inside)
 {
     ca_lock_acquire(&d->lock);
     ca_block *b = ca_map_take(&d->live, (uintptr_t)ptr);
@@ -646,8 +644,8 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
 }
 
 /* ca_free past the thread's cache: the pools, under the device lock. */
-static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s,
-                                                     unsigned api, int *dev_out)
+static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, unsigned api,
+                                       int *dev_out)
 {
     ca_device *d;
     ca_block *b;
