@@ -36,7 +36,7 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
     a->hooks = a->cfg.trace || a->cfg.record_alloc_times || a->cfg.record_stacks;
     /* The hooks see every call; the binned and uncached pools have their own rules. */
     a->tc_on = a->cfg.thread_cache && !a->hooks && a->cfg.pool == CA_POOL_SPLIT;
-    a->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    a->hot.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     a->tc_flush = tc_flush;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
@@ -125,7 +125,7 @@ static void add_stream(ca_device *d, ca_stream_t s)
  * thread caches give such blocks back to the fences. */
 static void other_stream(ca_arena *a, ca_device *d)
 {
-    __atomic_store_n(&d->streams_seen, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
     if (!d->fenced)
         ca_fence_switch(a, d);
 }
@@ -461,8 +461,8 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
             a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
     }
     *out = (void *)b->addr; /* b is the device's again once the lock is given back */
-    uint32_t gen = b->gen + 1;
-    __atomic_store_n(&b->gen, gen, __ATOMIC_RELAXED);
+    uint32_t gen = b->hot.gen + 1;
+    __atomic_store_n(&b->hot.gen, gen, __ATOMIC_RELAXED);
     if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
         ca_device_check(d);
     ca_lock_release(&d->lock);
@@ -547,7 +547,7 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
                         bool counted)
 {
     void *ptr = (void *)b->addr;
-    __atomic_store_n(&b->gen, b->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->hot.gen, b->hot.gen + 1, __ATOMIC_RELAXED);
     if (counted)
         d->st.free_calls++;
     d->st.allocated_bytes -= b->size;
@@ -593,7 +593,7 @@ static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
     ca_block *b = ca_map_take(&d->live, e->addr);
     if (!b)
         return; /* the device was reset meanwhile */
-    __atomic_store_n(&b->kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED);
     free_locked(a, d, b, e->key, e->api, false);
 }
 
@@ -654,7 +654,7 @@ static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, un
         return rc;
     if (dev_out)
         *dev_out = d->id;
-    if (__atomic_load_n(&b->kept, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) {
         /* Freed already, and kept by a thread: a double free, refused like any other. */
         (void)ca_map_put(&d->live, b->addr, b); /* its slot was just freed: cannot fail */
         d->st.invalid_frees++;
@@ -676,7 +676,7 @@ static bool live_in(ca_arena *a, ca_device *d, void *ctx)
     (void)a;
     lookup *q = ctx;
     ca_block *b = ca_map_get(&d->live, q->addr);
-    if (!b || __atomic_load_n(&b->kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
+    if (!b || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
         return false;
     q->requested = b->requested;
     return true;
@@ -765,7 +765,7 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
         return;
     ca_lock_acquire(&d->lock);
     /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
-    __atomic_fetch_add(&d->stream_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < d->nstreams; i++) {
         if (d->streams[i] == s) {
             d->streams[i] = d->streams[--d->nstreams];

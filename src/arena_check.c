@@ -19,7 +19,7 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
         ca_assert(b->addr == at);
         ca_assert(b->size > 0 && b->state <= BLOCK_UNMAPPING);
         ca_assert(b->state != BLOCK_ALLOC || ca_map_get(&d->live, b->addr) == b);
-        ca_assert(b->state == BLOCK_ALLOC || !__atomic_load_n(&b->kept, __ATOMIC_RELAXED));
+        ca_assert(b->state == BLOCK_ALLOC || !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED));
         sum[b->state] += b->size;
         n[b->state]++;
         at += b->size;

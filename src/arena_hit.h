@@ -48,14 +48,14 @@ extern _Thread_local ca_tc_thread ca_tc_self;
 
 CA_INLINE unsigned ca_tc_slot(const ca_arena *a)
 {
-    return (unsigned)a->serial & (CA_TC_SLOTS - 1);
+    return (unsigned)ca_arena_hot_of(a)->serial & (CA_TC_SLOTS - 1);
 }
 
 /* The calling thread's cache of a, or NULL (none made yet, or thread caches are off). */
 CA_INLINE ca_tcache *ca_tc_mine(const ca_arena *a)
 {
     unsigned i = ca_tc_slot(a);
-    return ca_tc_self.serial[i] == a->serial ? ca_tc_self.tc[i] : NULL;
+    return ca_tc_self.serial[i] == ca_arena_hot_of(a)->serial ? ca_tc_self.tc[i] : NULL;
 }
 
 /* A cache's lock: its thread only ever tries it (held: that call misses, or spills nothing),
@@ -87,8 +87,8 @@ CA_INLINE bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_strea
     if (e->requested != size || e->key != s || e->dev != dev || e->api != api)
         return false;
     if (api == CA_API_PLAIN)
-        return !__atomic_load_n(&e->d->streams_seen, __ATOMIC_ACQUIRE);
-    return __atomic_load_n(&e->d->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
+        return !__atomic_load_n(&ca_device_hot_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ca_device_hot_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
 }
 
 /* Hand out the i-th kept block of tc, forgetting it there (the newer ones move down). Caller
@@ -97,7 +97,7 @@ CA_INLINE void *ca_tc_reissue(ca_tcache *tc, unsigned i)
 {
     ca_tc_entry *e = ca_tc_kept_at(tc, i);
     tc->hits[e->dev]++;
-    __atomic_store_n(&e->b->kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ca_block_hot_of(e->b)->kept, 0, __ATOMIC_RELAXED);
     e->is_kept = 0; /* issued again: its gen never changed */
     tc->nkept--;
     for (; i < tc->nkept; i++)
@@ -121,7 +121,7 @@ CA_INLINE ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t slot, const void
      * free): the gen moved on, and the pools answer. A kept block is freed already. An empty
      * entry's address is 0. */
     if (e->addr != addr || e->is_kept ||
-        __atomic_load_n(&e->b->gen, __ATOMIC_RELAXED) != e->gen)
+        __atomic_load_n(&ca_block_hot_of(e->b)->gen, __ATOMIC_RELAXED) != e->gen)
         return NULL;
     return e;
 }
@@ -132,7 +132,8 @@ CA_INLINE bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
     if (e->api != api || e->key != s)
         return false;
     /* A plain block on a device with streams: fences decide, in the pools. */
-    return api != CA_API_PLAIN || !__atomic_load_n(&e->d->streams_seen, __ATOMIC_ACQUIRE);
+    return api != CA_API_PLAIN ||
+           !__atomic_load_n(&ca_device_hot_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
 }
 
 /* Keep e, table slot `slot`, as the newest kept block. Caller holds tc's lock, with room. */
@@ -140,8 +141,8 @@ CA_INLINE void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
 {
     e->is_kept = 1;
     if (e->api != CA_API_PLAIN) /* a plain block's reuse does not look at it */
-        e->epoch = __atomic_load_n(&e->d->stream_epoch, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&e->b->kept, 1, __ATOMIC_RELAXED);
+        e->epoch = __atomic_load_n(&ca_device_hot_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&ca_block_hot_of(e->b)->kept, 1, __ATOMIC_RELAXED);
     tc->order[tc->nkept++] = (uint8_t)slot;
     tc->frees[e->dev]++;
 }

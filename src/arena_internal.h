@@ -3,10 +3,12 @@
 #define CACHEALLOC_ARENA_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 
 #include "arena.h"
 #include "arena_bins.h"
+#include "arena_hot.h"
 #include "arena_lock.h"
 #include "arena_map.h"
 
@@ -35,10 +37,7 @@ typedef struct ca_segment ca_segment;
 typedef struct ca_pool ca_pool;
 
 struct ca_block {
-    uint32_t gen;             /* changes at every allocation and free by the pools, and never
-                               * goes back when the struct is recycled (atomic: thread caches
-                               * read it without the lock); first, out of ca_block_new's reset */
-    uint32_t kept;            /* freed, kept by a thread cache (atomic)      */
+    ca_block_hot hot;         /* first: gen, out of ca_block_new's reset; kept */
     uintptr_t addr;
     size_t size;              /* rounded, what the block occupies            */
     size_t requested;         /* what the program asked for                  */
@@ -101,7 +100,8 @@ typedef struct ca_dying {
     bool done;
 } ca_dying;
 
-typedef struct ca_device {
+struct ca_device {
+    ca_device_hot hot;        /* first: streams_seen, stream_epoch           */
     ca_lock lock;
     int id;
     /* ca_device_idle's watch (its one caller's, the monitor thread's; no lock): the program's
@@ -110,9 +110,6 @@ typedef struct ca_device {
     uint64_t idle_since_ns;
     bool ready;               /* limit computed, preallocation done          */
     bool fenced;              /* left the single-stream fast path            */
-    uint32_t streams_seen;    /* a stream beside the default ones was created or used
-                               * (atomic: thread caches read it without the lock) */
-    uint32_t stream_epoch;    /* changes when a stream dies or the device resets (atomic) */
     uint32_t switching;       /* a device synchronization that stops allocations runs: the
                                * mode switch, or a starved allocation's (a futex word) */
     uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
@@ -155,16 +152,16 @@ typedef struct ca_device {
     uint32_t unmapping;       /* threads unmapping pages, lock dropped (a futex word) */
     uint64_t unmapped_bytes;  /* unmapped so far, for those waiting on them      */
     ca_dev_stats st;
-} ca_device;
+};
 
 struct ca_tc_entry;
 
 struct ca_arena {
+    ca_arena_hot hot;             /* first: serial                                         */
     ca_backend be;
     ca_config cfg;
     bool hooks;                   /* trace, allocation times or stacks: the slow bookkeeping */
     bool tc_on;                   /* thread caches in front of the pools (arena_tcache.c) */
-    uint64_t serial;              /* unique to this arena in the process                  */
     /* Frees n blocks a thread cache kept through the pools (the cache's thread exits). */
     void (*tc_flush)(ca_arena *a, const struct ca_tc_entry *kept, int n);
     pthread_mutex_t devices_lock; /* creation of device slots               */
@@ -172,6 +169,11 @@ struct ca_arena {
     int ndev;
     uint32_t quiet;               /* captures under way: no backend call (arena_quiet.c) */
 };
+
+/* arena_hot.h's casts: each head comes first. */
+_Static_assert(offsetof(struct ca_block, hot) == 0, "a block's head comes first");
+_Static_assert(offsetof(struct ca_device, hot) == 0, "a device's head comes first");
+_Static_assert(offsetof(struct ca_arena, hot) == 0, "an arena's head comes first");
 
 /* arena_check.c. Under d's lock: every invariant of the device, walked block by block (the
  * accounting, the tiling of each segment, states against the live map, the bins, the fast

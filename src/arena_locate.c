@@ -28,7 +28,7 @@ static bool place_in(ca_arena *a, ca_device *d, void *ctx)
     *q->out = (ca_place){.dev = d->id, .seg_base = seg->base, .seg_size = seg->size,
                          .expandable = seg->expandable, .block = b ? b->addr : 0,
                          .live = b && b->state == BLOCK_ALLOC &&
-                                 !__atomic_load_n(&b->kept, __ATOMIC_RELAXED)};
+                                 !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)};
     return true;
 }
 

@@ -35,7 +35,8 @@ ca_block *ca_block_new(ca_device *d)
         d->spare = b->lnext;
         void **stack = b->stack;
         /* Not gen: a thread cache may still compare it with the gen it saw. */
-        memset((char *)b + offsetof(ca_block, kept), 0, sizeof *b - offsetof(ca_block, kept));
+        size_t from = offsetof(ca_block, hot.kept);
+        memset((char *)b + from, 0, sizeof *b - from);
         b->stack = stack;
         return b;
     }

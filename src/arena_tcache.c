@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "arena_hit.h"
+#include "arena_internal.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ca_tcache *registry;
@@ -144,7 +145,7 @@ static ca_tcache *cache_new(ca_arena *a)
     if (!tc)
         return NULL;
     tc->arena = a;
-    tc->serial = a->serial;
+    tc->serial = a->hot.serial;
     if (!tl.exit_armed) {
         pthread_once(&exit_once, make_exit_key);
         if (exit_key != (pthread_key_t)-1 && pthread_setspecific(exit_key, &tl) == 0)
@@ -160,7 +161,7 @@ static ca_tcache *cache_new(ca_arena *a)
     registry = tc;
     pthread_mutex_unlock(&registry_lock);
     tl.tc[slot] = tc;
-    tl.serial[slot] = a->serial;
+    tl.serial[slot] = a->hot.serial;
     return tc;
 }
 

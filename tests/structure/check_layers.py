@@ -7,6 +7,8 @@
    parser (the launcher checks values exactly as the library reads them); src/ and
    tests/simdevice/ stand alone.
 2. No header includes itself through others.
+   The shim never reaches the arena's private header, not even through another header: the
+   inline hit it compiles reads the arena through src/arena_hot.h only.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
    directly or around a circle: files depend downward.
 Exits 1 and names every breach.
@@ -21,6 +23,9 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "shim": {"shim", "src"},
     "tools": {"tools", "src/stats_abi.h", "src/options.h"},
     "tests/simdevice": {"tests/simdevice"},
+}
+PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
+    "shim": {"src/arena_internal.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -94,7 +99,7 @@ def cycles(graph):
 
 
 def check_includes(root):
-    errors, header_graph = [], {}
+    errors, header_graph, graph = [], {}, {}
     files = list(sources(root))
     by_base = {}
     for rel in files:
@@ -113,11 +118,26 @@ def check_includes(root):
             if layer_of(target) not in allowed and target not in allowed:
                 errors.append("%s includes %s: %s may not use %s" %
                               (rel, target, layer, layer_of(target) or "it"))
+            graph.setdefault(rel, set()).add(target)
             if rel.endswith(".h") and target.endswith(".h"):
                 header_graph.setdefault(rel, set()).add(target)
     for comp in cycles(header_graph):
         errors.append("headers include each other: " + " -> ".join(comp))
+    for rel in sorted(graph):
+        for bad in sorted(PRIVATE.get(layer_of(rel), set()) & reached(graph, rel)):
+            errors.append("%s reaches %s: private to its layer" % (rel, bad))
     return errors
+
+
+def reached(graph, start):
+    """Every file start includes, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for t in graph.get(todo.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
 
 
 def object_calls(objdir):

@@ -12,6 +12,7 @@
 
 #include "arena_fixture.h"
 #include "arena_hit.h"
+#include "arena_internal.h"
 
 /* A block in the pools' own lists would show as a free block of the device: a kept one must
  * still count as cached, and the pools must not hand it out. */
