@@ -177,7 +177,7 @@ static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
     return find_aligned(a, p, rounded, small, CA_BIN_SCAN_LIMIT);
 }
 
-/* Ladder step 3: a whole free segment of another pool, safe for this stream, moved over. */
+/* Rung 3 of the ladder: a whole free segment of another pool, safe for this stream, moved over. */
 static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_segment *best = NULL;
@@ -215,7 +215,7 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
             d->st.pending_bytes, limit, largest);
 }
 
-/* Ladder step 4: a new segment, unless the limit forbids it. *full says the device (or the
+/* Rung 4 of the ladder: a new segment, unless the limit forbids it. *full says the device (or the
  * limit) had no room; *driver_failed that the runtime recorded an error to clear. */
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                       bool *full, bool *driver_failed)
@@ -278,52 +278,114 @@ static void return_kept_locked(ca_arena *a, ca_device *d)
     free(list);
 }
 
-/* The out-of-memory ladder of docs/arena.md; the pool is searched again after every step. */
-static ca_block *find_or_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
-                              bool *hit, bool *full, bool *driver_failed)
+/* One allocation's way down the out-of-memory ladder (docs/arena.md, "The out-of-memory
+ * ladder", numbers its rungs): each rung below returns a block or NULL, and the pool is
+ * searched again after every one. */
+typedef struct ladder {
+    ca_arena *a;
+    ca_device *d;
+    ca_pool *p;
+    size_t rounded;
+    bool small;
+    bool hit;           /* served by the cache, not by new memory */
+    bool full;          /* the device, or the limit, had no room at some rung */
+    bool driver_failed; /* the runtime recorded an error to clear */
+} ladder;
+
+static ca_block *found(ladder *l, ca_block *b)
 {
-    ca_block *b = pool_find(a, p, rounded, small);
-    if (b)
-        return *hit = true, b;
-    if (ca_fencing(a, d)) {
-        ca_fence_poll(a, d);
-        ca_pools_poll(a, d);
+    l->hit |= b != NULL;
+    return b;
+}
+
+/* The full search of the pool, then a whole safe segment of another pool (rung 3). */
+static ca_block *search(ladder *l)
+{
+    return found(l, search_again(l->a, l->d, l->p, l->rounded, l->small));
+}
+
+static ca_block *grow_now(ladder *l)
+{
+    return grow(l->a, l->d, l->p, l->rounded, l->small, &l->full, &l->driver_failed);
+}
+
+/* Rung 1: a free block of the pool, within the bounded scan of a size class. */
+static ca_block *rung_pool(ladder *l)
+{
+    return found(l, pool_find(l->a, l->p, l->rounded, l->small));
+}
+
+/* Rungs 2 and 3: completed fences and pool events free their blocks, then the search. */
+static ca_block *rung_poll(ladder *l)
+{
+    if (ca_fencing(l->a, l->d)) {
+        ca_fence_poll(l->a, l->d);
+        ca_pools_poll(l->a, l->d);
     }
-    if ((b = search_again(a, d, p, rounded, small)) != NULL)
-        return *hit = true, b;
-    for (int round = 0; ca_wait_instead_of_grow(a, d, rounded, round); round++)
-        if ((b = search_again(a, d, p, rounded, small)) != NULL)
-            return *hit = true, b;
-    if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL)
-        return b;
-    /* Blocks the threads keep for themselves are the device's memory too: back to the pools
-     * (fenced like any plain free), then wait and release as for the others. */
-    if (a->tc_on)
-        return_kept_locked(a, d);
-    if (ca_fencing(a, d)) {
-        ca_wait_all(a, d);
-        if ((b = search_again(a, d, p, rounded, small)) != NULL)
-            return *hit = true, b;
-    }
+    return search(l);
+}
+
+/* Rung 4: over the budget of pending memory, wait for fences instead of growing; then a new
+ * segment or pages, as the limit and the device allow. */
+static ca_block *rung_grow(ladder *l)
+{
+    ca_block *b;
+    for (int round = 0; ca_wait_instead_of_grow(l->a, l->d, l->rounded, round); round++)
+        if ((b = search(l)) != NULL)
+            return b;
+    return grow_now(l);
+}
+
+/* Rung 5: blocks the threads keep for themselves are the device's memory too, back to the
+ * pools (fenced like any plain free); then a wait for every pending fence and event. */
+static ca_block *rung_wait(ladder *l)
+{
+    if (l->a->tc_on)
+        return_kept_locked(l->a, l->d);
+    if (!ca_fencing(l->a, l->d))
+        return NULL;
+    ca_wait_all(l->a, l->d);
+    return search(l);
+}
+
+/* Rung 6: every whole, safe, cached segment of the device back to the driver; then the search
+ * (others may have freed or released meanwhile, even when this gave nothing back) and rung 4's
+ * growth. */
+static ca_block *rung_release(ladder *l)
+{
     int n;
-    ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+    ca_segment **list = ca_collect_whole(l->a, l->d, true, UINT64_MAX, &n);
     if (n > 0) {
-        ca_window_begin(d);
-        ca_release_list(a, d, list, n);
-        ca_window_end(d);
-        d->st.driver_free_calls += (uint64_t)n;
+        ca_window_begin(l->d);
+        ca_release_list(l->a, l->d, list, n);
+        ca_window_end(l->d);
+        l->d->st.driver_free_calls += (uint64_t)n;
     } else {
         free(list);
     }
-    /* Others may have freed or released meanwhile, even when this step gave nothing back. */
-    if ((b = search_again(a, d, p, rounded, small)) != NULL)
-        return *hit = true, b;
-    if ((b = grow(a, d, p, rounded, small, full, driver_failed)) != NULL ||
-        ca_expand_unmap(a, d, UINT64_MAX, true) == 0)
+    ca_block *b = search(l);
+    return b ? b : grow_now(l);
+}
+
+/* Rung 7: every free page of the device's expandable segments unmapped, wherever it lies;
+ * then the search and growth once more. Nothing to unmap: the ladder ends here. */
+static ca_block *rung_unmap(ladder *l)
+{
+    if (ca_expand_unmap(l->a, l->d, UINT64_MAX, true) == 0)
+        return NULL;
+    ca_block *b = search(l);
+    return b ? b : grow_now(l);
+}
+
+/* Rungs 1 to 7, in order; the first block found ends the climb. Rungs 8 (the neighbours) and
+ * 9 (the failure's report) are malloc_slow's, outside the device lock. */
+static ca_block *find_or_grow(ladder *l)
+{
+    ca_block *b;
+    if ((b = rung_pool(l)) || (b = rung_poll(l)) || (b = rung_grow(l)) || (b = rung_wait(l)) ||
+        (b = rung_release(l)) || (b = rung_unmap(l)))
         return b;
-    if ((b = search_again(a, d, p, rounded, small)) != NULL)
-        return *hit = true, b;
-    return grow(a, d, p, rounded, small, full, driver_failed);
+    return NULL;
 }
 
 static void note_origin(ca_arena *a, ca_block *b, void **frames, int depth)
@@ -415,8 +477,12 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
                 hit = true;
             } else {
                 ca_pool_consolidate(d, p);
-                b = find_or_grow(a, d, p, rounded, ca_is_small(rounded), &hit, &full,
-                                 &driver_failed);
+                ladder l = {.a = a, .d = d, .p = p, .rounded = rounded,
+                            .small = ca_is_small(rounded), .driver_failed = driver_failed};
+                b = find_or_grow(&l);
+                hit = l.hit;
+                full = l.full;
+                driver_failed = l.driver_failed;
                 if (b)
                     b = ca_block_take(a, d, b, rounded);
                 else

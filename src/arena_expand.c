@@ -200,7 +200,7 @@ static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_
     return best;
 }
 
-/* Ladder step 4 for a pool with expandable ranges. When no range has a hole that fits (live
+/* Rung 4 of the ladder for a pool with expandable ranges. When no range has a hole that fits (live
  * blocks spread over them), another range is opened, as PyTorch does: a plain segment instead
  * could never give its pages back. NULL with *full unset: no range here (no virtual memory
  * calls, or no addresses left), and the caller takes a plain segment. */

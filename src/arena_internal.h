@@ -347,7 +347,7 @@ static inline uintptr_t ca_align_down(uintptr_t x, size_t to) { return x / to * 
 /* Put b on / take it off its segment's list of holes (b becomes / stays UNMAPPED). */
 void ca_hole_link(ca_segment *s, ca_block *b);
 void ca_hole_unlink(ca_segment *s, ca_block *b);
-/* Ladder step 4 in p's range: pages mapped for rounded bytes, as a free block of the pool.
+/* Rung 4 of the ladder in p's range: pages mapped for rounded bytes, as a free block of the pool.
  * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed);
