@@ -10,8 +10,7 @@
 #include <stdlib.h>
 
 #include "capture.h"
-#include "registry.h"
-#include "settings.h"
+#include "process.h"
 #include "lane.h"
 #include "stats_writer.h"
 

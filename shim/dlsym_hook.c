@@ -8,7 +8,7 @@
 
 #include "driver_door.h"
 #include "driver_served.h"
-#include "real_dlsym.h"
+#include "loader.h"
 #include "runtime.h"
 
 /* Interposed: the real dlsym, except for the served driver names looked up on a handle. */

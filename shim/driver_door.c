@@ -19,7 +19,7 @@
 #include "front.h"
 #include "front_lane.h"
 #include "init.h"
-#include "real_dlsym.h"
+#include "loader.h"
 
 typedef ca_rt_err (*gpa_v1_fn)(const char *symbol, void **pfn, int version, uint64_t flags);
 typedef ca_rt_err (*gpa_v2_fn)(const char *symbol, void **pfn, int version, uint64_t flags,

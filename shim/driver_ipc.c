@@ -22,7 +22,7 @@
 #include "cuda_abi.h"
 #include "driver_real.h"
 #include "init.h"
-#include "registry.h"
+#include "process.h"
 #include "lane.h"
 
 typedef ca_rt_err (*get_handle_fn)(struct CUipcMemHandle_st *h, cuabi_deviceptr p);

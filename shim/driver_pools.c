@@ -15,7 +15,7 @@
 #include "driver_pools.h"
 #include "driver_real.h"
 #include "init.h"
-#include "registry.h"
+#include "process.h"
 
 typedef ca_rt_err (*set_pool_fn)(int dev, cuabi_mempool_t pool);
 typedef ca_rt_err (*get_pool_fn)(cuabi_mempool_t *pool, int dev);

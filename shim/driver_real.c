@@ -10,7 +10,7 @@
 #include "cuda_abi.h"
 #include "driver_real.h"
 #include "real.h"
-#include "real_dlsym.h"
+#include "loader.h"
 
 static _Atomic(void *) drv_handle;
 static _Atomic(ca_gpa_v2_fn) real_gpa;

@@ -7,7 +7,7 @@
 #include "front.h"
 #include "init.h"
 #include "stats_source.h"
-#include "settings.h"
+#include "process.h"
 #include "lane.h"
 #include "public_internal.h"
 #include "streams.h"

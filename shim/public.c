@@ -5,8 +5,7 @@
 #include "cachealloc.h"
 #include "capture.h"
 #include "init.h"
-#include "registry.h"
-#include "settings.h"
+#include "process.h"
 #include "lane.h"
 #include "public_internal.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "real.h"
-#include "real_dlsym.h"
+#include "loader.h"
 
 /* Any function of the shim: names the shim's own object. */
 static void shim_marker(void) {}

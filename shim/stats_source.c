@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "clock.h"
-#include "settings.h"
+#include "process.h"
 #include "stats_source.h"
 #include "stats_writer.h"
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "registry.h"
+#include "process.h"
 #include "lane.h"
 #include "streams.h"
 

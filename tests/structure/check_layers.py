@@ -11,6 +11,7 @@
    inline hit it compiles reads the arena through src/arena_hot.h only.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
    directly or around a circle: files depend downward.
+4. Below the arena, the options and the statistics libraries use nothing of a library above.
 Exits 1 and names every breach.
 """
 import os
@@ -26,6 +27,10 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
 }
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
     "shim": {"src/arena_internal.h"},
+}
+BELOW = {  # a library's objects -> the libraries above it, whose symbols it may not use
+    "libcaoptions.a.p": ["libcastats.a.p", "libcaarena.a.p"],
+    "libcastats.a.p": ["libcaarena.a.p"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -140,8 +145,8 @@ def reached(graph, start):
     return seen
 
 
-def object_calls(objdir):
-    """file -> the files of the same library whose functions or data it uses."""
+def symbols(objdir):
+    """(symbol -> the file of objdir defining it, file -> the symbols it uses)."""
     defined, used = {}, {}
     for f in sorted(os.listdir(objdir)):
         if not f.endswith(".o"):
@@ -155,8 +160,33 @@ def object_calls(objdir):
                 defined[parts[2]] = unit
             elif len(parts) == 2 and parts[0] in ("U", "w"):
                 used.setdefault(unit, set()).add(parts[1])
+    return defined, used
+
+
+def object_calls(objdir):
+    """file -> the files of the same library whose functions or data it uses."""
+    defined, used = symbols(objdir)
     return {u: {defined[s] for s in syms if s in defined and defined[s] != u}
             for u, syms in used.items()}
+
+
+def library_breaches(objdirs):
+    """Uses that BELOW forbids: a library using what one above it defines."""
+    by_name = {os.path.basename(d): d for d in objdirs if os.path.isdir(d)}
+    errors = []
+    for lib, above in sorted(BELOW.items()):
+        if lib not in by_name:
+            continue
+        _, used = symbols(by_name[lib])
+        for other in above:
+            if other not in by_name:
+                continue
+            defined, _ = symbols(by_name[other])
+            for unit, syms in sorted(used.items()):
+                for sym in sorted(syms & set(defined)):
+                    errors.append("%s: %s uses %s of %s, a library above it" %
+                                  (lib, unit, sym, other))
+    return errors
 
 
 def main():
@@ -171,6 +201,7 @@ def main():
         for comp in cycles(object_calls(objdir)):
             errors.append("%s: files call each other: %s" %
                           (os.path.basename(objdir), " -> ".join(comp)))
+    errors += library_breaches(sys.argv[2:])
     for e in errors:
         print(e)
     print("layers: %s" % ("%d breaches" % len(errors) if errors else "ok"))

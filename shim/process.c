@@ -1,10 +1,12 @@
-/* The parsed options (settings.h). */
+/* The shim's state of the whole process (process.h): the parsed options and the runtimes
+ * whose arena is ready. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "settings.h"
+#include "process.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static ca_options opts;
@@ -25,4 +27,18 @@ const ca_options *ca_shim_options(void)
 {
     pthread_once(&once, parse);
     return &opts;
+}
+
+static ca_runtime *_Atomic slots[CA_RT_SLOTS];
+
+void ca_registry_add(ca_runtime *rt)
+{
+    atomic_store(&slots[rt->slot], rt);
+}
+
+ca_runtime *ca_runtime_by_slot(int slot)
+{
+    if (slot < 0 || slot >= CA_RT_SLOTS)
+        return NULL;
+    return atomic_load(&slots[slot]);
 }

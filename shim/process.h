@@ -1,0 +1,23 @@
+/* The shim's state of the whole process.
+ *
+ * The options the program's environment sets (CACHEALLOC_*), parsed once per process at the
+ * first question: a wrong value gets one line on stderr and its default.
+ *
+ * The runtimes whose arena is ready, by slot (CA_RT_CUDA, CA_RT_HIP): what code that is not a
+ * door (thread exits, the public API, capture, IPC) reaches them by. */
+#ifndef CACHEALLOC_SHIM_PROCESS_H
+#define CACHEALLOC_SHIM_PROCESS_H
+
+#include "options.h"
+#include "runtime.h"
+
+/* The parsed options. */
+const ca_options *ca_shim_options(void);
+
+/* rt's arena is ready: ca_runtime_by_slot answers rt for its slot from now on. */
+void ca_registry_add(ca_runtime *rt);
+
+/* The runtime in slot once its arena is ready, else NULL. */
+ca_runtime *ca_runtime_by_slot(int slot);
+
+#endif
