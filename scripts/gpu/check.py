@@ -517,6 +517,12 @@ def probes(r, deadline):
         rc, out, _ = r.run([prog], env, min(30, deadline - time.monotonic()))
         own = "\n".join(l for l in out.splitlines() if not l.startswith("cachealloc"))
         res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
+    # The driver's prices for allocation and for mapped memory, without the cache (it serves
+    # neither call the probe makes).
+    vmm = os.path.join(r.build, "tests", "gpu", "gpu-vmm-cost")
+    if os.path.exists(vmm) and time.monotonic() < deadline - 3:
+        rc, out, _ = r.run([vmm], r.env(False), min(60, deadline - time.monotonic()))
+        res["vmm_cost.plain"] = {"exit": rc, "output": out[-4000:], "cache": None}
     return res
 
 
@@ -752,7 +758,7 @@ def check_build(args, build, manifest, only):
     # reported as skipped "out of time".
     sections = [("environment", 20, environment), ("integration", 120, integration),
                 ("frameworks", 150, frameworks), ("libraries", 40, libraries),
-                ("memcheck", 40, memcheck), ("bench", 150, bench), ("probes", 15, probes)]
+                ("memcheck", 40, memcheck), ("bench", 150, bench), ("probes", 30, probes)]
     for name, share, fn in sections:
         if only and name not in only and name != "environment":
             continue
