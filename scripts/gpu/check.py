@@ -43,7 +43,8 @@ def pack(builddir, packdir, traces):
             continue
         tests.append({"name": t["name"], "cmd": [sub(a, builddir) for a in t["cmd"]],
                       "env": {k: sub(v, builddir) for k, v in t["env"].items()},
-                      "timeout": t["timeout"]})
+                      "timeout": t["timeout"],
+                      "alone": any(s.endswith(":device-wide") for s in t["suite"])})
     if not tests:
         raise SystemExit("gpu-check: the build has no test of suite gpu (CUDA toolkit or "
                          "-Dtests=true missing): nothing to carry")
@@ -268,8 +269,12 @@ def integration(r, deadline):
             res["output"] = out[-1500:]
         return res
 
+    # A test of suite device-wide takes most of the device's memory: on a GPU, where every
+    # test shares one device, it runs after the others, one at a time (each simulated device
+    # is its own, so the simulated mode needs no such care but takes it too).
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as ex:
-        results = list(ex.map(one, tests))
+        results = list(ex.map(one, [t for t in tests if not t.get("alone")]))
+    results += [one(t) for t in tests if t.get("alone")]
     counts = {s: sum(1 for x in results if x["status"] == s)
               for s in ("passed", "failed", "skipped")}
     sim_skips = sum(1 for x in results if x.get("why") == "reads the simulator's counters")

@@ -191,8 +191,8 @@ static void answers(CUdevice dev, size_t page)
         printf("export_fd.none=%d ",
                (int)export_(&fd, h[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
         fd = -1;
-        printf("export_fd.fd=%d fd_valid=%d\n",
-               (int)export_(&fd, h[1], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), fd >= 0);
+        CUresult e = export_(&fd, h[1], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        printf("export_fd.fd=%d fd_valid=%d\n", (int)e, fd >= 0);
         if (fd >= 0)
             close(fd);
     } else {
