@@ -117,11 +117,11 @@ static void cfg_read(void)
     sd_cfg.async_us = env_us("SIMDEV_ASYNC_US", 1, "1");
     sd_cfg.vmm_reserve_us = env_us("SIMDEV_VMM_RESERVE_US", 19, "19");
     sd_cfg.vmm_free_us = env_us("SIMDEV_VMM_FREE_US", 10, "10");
-    sd_cfg.vmm_create_us = env_us("SIMDEV_VMM_CREATE_US", 193, "193");
-    sd_cfg.vmm_release_us = env_us("SIMDEV_VMM_RELEASE_US", 10, "10");
-    sd_cfg.vmm_map_us = env_us("SIMDEV_VMM_MAP_US", 1.5, "1.5");
-    sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 26, "26");
-    sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 36, "36");
+    sd_cfg.vmm_create_us = env_us("SIMDEV_VMM_CREATE_US", 13, "13");
+    sd_cfg.vmm_release_us = env_us("SIMDEV_VMM_RELEASE_US", 0.5, "0.5");
+    sd_cfg.vmm_map_us = env_us("SIMDEV_VMM_MAP_US", 1, "1");
+    sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 33, "33");
+    sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 28, "28");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
     sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,

@@ -172,7 +172,9 @@ int sd_vmm_unmap(void *ptr, size_t size)
         vmm_phys_put(ph);
     }
     vmm_cut(&sd_vmm_mappings, first, count);
-    return end(SD_OK, "vmm_unmap", p);
+    rc = end(SD_OK, "vmm_unmap", p);
+    sd_spin_us((double)(count - 1) * sd_cfg.vmm_unmap_us); /* a GPU's price is per mapping */
+    return rc;
 }
 
 int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags)
@@ -194,7 +196,9 @@ int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags)
         int prot = m->writers ? PROT_READ | PROT_WRITE : m->readers ? PROT_READ : PROT_NONE;
         mprotect((void *)m->addr, m->size, prot);
     }
-    return end(SD_OK, "vmm_set_access", p);
+    rc = end(SD_OK, "vmm_set_access", p);
+    sd_spin_us((double)(count - 1) * sd_cfg.vmm_access_us); /* per mapping, as unmapping */
+    return rc;
 }
 
 void sd_vmm_drop_device(struct sd_device *d)
