@@ -7,6 +7,18 @@
 
 #ifdef CA_DEBUG
 
+/* A block of an expandable range: mapped memory that follows unmapped memory (or the range's
+ * start) begins a mapping, and no mapping begins in unmapped memory. */
+static void check_mappings(const ca_device *d, const ca_segment *s, const ca_block *b,
+                           const ca_block *prev)
+{
+    bool unmapped = b->state == BLOCK_UNMAPPED;
+    if (!unmapped && (!prev || prev->state == BLOCK_UNMAPPED))
+        ca_assert(b->addr % d->vmm_page == 0 && ca_range_boundary(s, d->vmm_page, b->addr));
+    for (uintptr_t at = b->addr; unmapped && at < b->addr + b->size; at += d->vmm_page)
+        ca_assert(!ca_range_boundary(s, d->vmm_page, at));
+}
+
 /* One segment: its blocks tile it in address order, each knows it and its neighbours, and
  * every allocated block is the live map's. Adds the bytes of each state to sum[]. */
 static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], uint64_t n[6])
@@ -20,6 +32,8 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
         ca_assert(b->size > 0 && b->state <= BLOCK_UNMAPPING);
         ca_assert(b->state != BLOCK_ALLOC || ca_map_get(&d->live, b->addr) == b);
         ca_assert(b->state == BLOCK_ALLOC || !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED));
+        if (s->expandable)
+            check_mappings(d, s, b, prev);
         sum[b->state] += b->size;
         n[b->state]++;
         at += b->size;

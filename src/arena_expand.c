@@ -97,7 +97,8 @@ static ca_segment *range_adopt(ca_device *d, ca_pool *p, bool small)
 
 static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
 {
-    ca_segment *s = calloc(1, sizeof *s);
+    size_t words = (d->vmm_range / d->vmm_page + 63) / 64;
+    ca_segment *s = calloc(1, sizeof *s + words * sizeof s->starts[0]);
     ca_block *b = ca_block_new(d);
     void *base = NULL;
     bool room = s && b && ca_seg_reserve(d) == 0;
@@ -127,30 +128,29 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     return p->range[small] = s;
 }
 
-/* Map [addr, addr+size) page by page and give dev access to it; on failure nothing stays
- * mapped. */
-static int map_pages(ca_arena *a, ca_device *d, uintptr_t addr, size_t size)
+/* Map [addr, addr+size), the start of a hole of range s, as one handle, and give dev access
+ * to it; on failure nothing is mapped. One handle a growth: the driver charges its virtual
+ * memory calls by the call, not by the byte (docs/gpu.md, finding 11), so a mapping page by
+ * page would cost ten times cudaMalloc at 20 MiB. Only whole mappings can be unmapped again. */
+static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, size_t size)
 {
     const ca_backend *be = &a->be;
-    size_t page = d->vmm_page, done = 0;
-    int rc = CA_OK;
-    while (done < size) {
-        uint64_t h = 0;
-        d->st.driver_alloc_calls++;
-        if ((rc = be->vmm_create(be->ctx, d->id, page, &h)) != CA_OK)
-            break;
-        rc = be->vmm_map(be->ctx, d->id, (void *)(addr + done), page, h);
-        /* The mapping holds the memory from here on; unmapping alone gives it back. */
-        be->vmm_release(be->ctx, d->id, h);
-        if (rc != CA_OK)
-            break;
-        done += page;
+    uint64_t h = 0;
+    d->st.driver_alloc_calls++;
+    int rc = be->vmm_create(be->ctx, d->id, size, &h);
+    if (rc != CA_OK)
+        return rc;
+    rc = be->vmm_map(be->ctx, d->id, (void *)addr, size, h);
+    /* The mapping holds the memory from here on; unmapping alone gives it back. */
+    be->vmm_release(be->ctx, d->id, h);
+    if (rc != CA_OK)
+        return rc;
+    if ((rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size)) != CA_OK) {
+        be->vmm_unmap(be->ctx, d->id, (void *)addr, size);
+        return rc;
     }
-    if (rc == CA_OK)
-        rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size);
-    if (rc != CA_OK && done > 0)
-        be->vmm_unmap(be->ctx, d->id, (void *)addr, done);
-    return rc;
+    ca_range_mark(s, d->vmm_page, addr, true);
+    return CA_OK;
 }
 
 /* The lowest hole that, with the free blocks on either side, holds rounded bytes, and how much
@@ -234,7 +234,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     ca_block *rest = map < h->size ? ca_block_new(d) : NULL;
     if (map < h->size && !rest)
         return NULL;
-    int rc = map_pages(a, d, h->addr, map);
+    int rc = map_run(a, d, s, h->addr, map);
     if (rc != CA_OK) {
         if (rest)
             ca_block_recycle(d, rest);

@@ -61,8 +61,12 @@ struct ca_segment {
     bool pinned;              /* the preallocation: kept by the threshold trim */
     ca_segment *wprev, *wnext;/* list of wholly free segments of the device  */
     bool in_whole;
-    bool expandable;          /* a reserved range, mapped page by page: never whole */
+    bool expandable;          /* a reserved range, mapped as it grows: never whole */
     ca_block *holes;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
+    /* An expandable range's mappings: bit i set when page i begins one (one driver handle,
+     * made by one growth). A mapping ends where the next begins or the mapped pages stop, and
+     * only whole mappings can be unmapped. Empty for a plain segment. */
+    uint64_t starts[];
 };
 
 /* A pool: the blocks one stream (or the plain API) may reuse at once. */
@@ -339,6 +343,24 @@ static inline ca_block *ca_fast_pop(ca_device *d, ca_pool *p, size_t rounded, ui
     if (d->st.allocated_bytes > d->st.peak_allocated_bytes)
         d->st.peak_allocated_bytes = d->st.allocated_bytes;
     return b;
+}
+
+/* Whether a mapping of expandable range s begins at addr, a page of s or its end: where a
+ * mapping may end, if the page before it is mapped (arena_expand.c). */
+static inline bool ca_range_boundary(const ca_segment *s, size_t page, uintptr_t addr)
+{
+    size_t i = (addr - s->base) / page;
+    return addr == s->base + s->size || (s->starts[i / 64] >> (i % 64) & 1);
+}
+
+/* Marks (on) or clears the page at addr of s as the first of a mapping. */
+static inline void ca_range_mark(ca_segment *s, size_t page, uintptr_t addr, bool on)
+{
+    size_t i = (addr - s->base) / page;
+    if (on)
+        s->starts[i / 64] |= (uint64_t)1 << (i % 64);
+    else
+        s->starts[i / 64] &= ~((uint64_t)1 << (i % 64));
 }
 
 /* arena_expand.c, arena_unmap.c: expandable segments. Under the device lock. */

@@ -53,6 +53,30 @@ static ca_block *carve(ca_device *d, ca_block *b, uintptr_t lo, uintptr_t hi)
     return piece;
 }
 
+/* The mappings wholly inside free block b of range s, [*lo, *hi), the highest first and no
+ * more of them than it takes to make `want` bytes; false when none lies wholly inside. A
+ * mapping ends where the next begins, or where b ends and an unmapped page or the range's
+ * end follows. */
+static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, uint64_t want,
+                           uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t first = ca_align_up(b->addr, page), end = b->addr + b->size;
+    bool open_end = !b->next || b->next->state == BLOCK_UNMAPPED;
+    uintptr_t y = ca_align_down(end, page);
+    while (y > first && !(y == end && open_end) && !ca_range_boundary(s, page, y))
+        y -= page;
+    uintptr_t x = y;
+    /* Down from y, mapping by mapping, while the pieces still fall short of want. */
+    for (uintptr_t at = y; at > first && y - x < want;) {
+        at -= page;
+        if (ca_range_boundary(s, page, at))
+            x = at;
+    }
+    *lo = x;
+    *hi = y;
+    return y > x;
+}
+
 /* Free pages of d's ranges, highest addresses first (a range shrinks from its end, where it
  * grows last), up to want bytes. A page whose last use is not proven complete is taken only
  * when may_sync. Returns the pieces (linked by lnext), their bytes in *got. */
@@ -72,13 +96,11 @@ static ca_block *collect_pages(ca_device *d, uint64_t want, bool may_sync, uint6
             prev = b->prev;
             if (b->state != BLOCK_FREE)
                 continue;
-            uintptr_t lo = ca_align_up(b->addr, page), hi = ca_align_down(b->addr + b->size, page);
+            uintptr_t lo, hi;
             /* Free since before the last device synchronization: the device is done with it. */
             bool proven = b->free_seq <= d->synced_seq;
-            if (hi <= lo || (!proven && !may_sync))
+            if ((!proven && !may_sync) || !whole_mappings(s, b, page, want - *got, &lo, &hi))
                 continue;
-            if (hi - lo > want - *got)
-                lo = hi - ca_align_up(want - *got, page);
             ca_block *piece = carve(d, b, lo, hi);
             if (!piece)
                 continue;
@@ -169,7 +191,11 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
         b->lnext = NULL;
         if (ok && ok[i]) {
             bytes += b->size;
-            d->st.driver_free_calls += b->size / d->vmm_page;
+            for (uintptr_t at = b->addr; at < b->addr + b->size; at += d->vmm_page)
+                if (ca_range_boundary(b->seg, d->vmm_page, at)) {
+                    ca_range_mark(b->seg, d->vmm_page, at, false);
+                    d->st.driver_free_calls++;
+                }
             if (a->cfg.trace)
                 a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_FREE, d->id, (void *)b->addr,
                              b->size, b->seg->pool->stream);

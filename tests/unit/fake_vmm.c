@@ -2,6 +2,7 @@
  * the capacity, and a record of what is mapped and which work last touched each page, so that
  * a test sees every page used unmapped or unmapped under running work. The functions run under
  * fake_backend.c's lock. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -182,20 +183,31 @@ int fake_vmm_unmap_unlocked(void *ctx, int d, void *addr, size_t size)
 {
     fake_device *dev = ctx;
     (void)d;
-    size_t n = 0;
+    size_t n = 0, first = 0;
     fake_page *pg = mapped_span(dev, (uintptr_t)addr, size, &n);
     if (!pg)
         return CA_ERR_INVALID;
+    fake_range *r = range_of(dev, (uintptr_t)addr, &first);
+    /* As the driver: only whole mappings (a handle is mapped once, so a mapping is the run of
+     * pages of one handle). */
+    size_t pages = r->size / FAKE_PAGE;
+    if ((first > 0 && r->pages[first - 1].handle == pg[0].handle) ||
+        (first + n < pages && r->pages[first + n].handle == pg[n - 1].handle)) {
+        violate(dev, "part of a mapping unmapped", (uintptr_t)addr);
+        return CA_ERR_INVALID;
+    }
     for (size_t i = 0; i < n; i++) {
         fake_page *p = &pg[i];
         uintptr_t at = (uintptr_t)addr + i * FAKE_PAGE;
         if (p->use_stream >= 0 && dev->streams[p->use_stream].done < p->use_seq)
             violate(dev, "page unmapped while work may still use it", at);
         fake_handle *h = &dev->handles[p->handle - 1];
-        /* One handle per page here, as the arena maps them. */
-        h->maps--;
-        handle_put(dev, h);
+        bool last_of_handle = i + 1 == n || pg[i + 1].handle != p->handle;
         *p = (fake_page){.use_stream = -1};
+        if (last_of_handle) {
+            h->maps--;
+            handle_put(dev, h);
+        }
         dev->unmaps++;
     }
     dev->unmap_calls++;

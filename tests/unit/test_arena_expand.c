@@ -63,29 +63,78 @@ static char *use_alloc(fixture *f, size_t size, ca_stream_t s, unsigned api)
     return p;
 }
 
-static void test_grows_by_mapping_pages_at_the_end(void **state)
+static void test_grows_by_one_mapping_per_growth(void **state)
 {
     fixture *f = *state;
     char *a = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
-    /* One reservation, two pages: the request rounded to pages, no plain segment. */
+    /* One reservation, one handle of two pages: the request rounded to pages, no plain
+     * segment. */
     assert_int_equal(f->dev.reserves, 1);
     assert_int_equal(f->dev.allocs, 0);
-    assert_int_equal(f->dev.vmm_creates, 2);
+    assert_int_equal(f->dev.vmm_creates, 1);
+    assert_int_equal(f->dev.maps, 1);
     assert_int_equal(stats(f).reserved_bytes, 2 * PAGE);
     /* The next one takes the free 1 MiB tail and one more page, right behind the first. */
     char *b = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
     assert_ptr_equal(b, a + 3 * MiB);
-    assert_int_equal(f->dev.vmm_creates, 3);
+    assert_int_equal(f->dev.vmm_creates, 2);
     assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
-    assert_int_equal(stats(f).driver_alloc_calls, 3);
+    assert_int_equal(stats(f).driver_alloc_calls, 2);
     assert_exact(f);
     /* Freed, they merge with the tail into one block that serves a request of all of it. */
     must_free(f, a, NULL, CA_API_PLAIN);
     must_free(f, b, NULL, CA_API_PLAIN);
     char *c = use_alloc(f, 6 * MiB, NULL, CA_API_PLAIN);
     assert_ptr_equal(c, a);
-    assert_int_equal(f->dev.vmm_creates, 3);
+    assert_int_equal(f->dev.vmm_creates, 2);
     must_free(f, c, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
+/* The driver unmaps whole mappings only: free pages of a mapping that still holds a live block
+ * stay mapped, and go with the rest of it once that block is freed. */
+static void test_only_whole_mappings_are_unmapped(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 6 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(b, a);
+    assert_int_equal(f->dev.vmm_creates, 1);
+    fake_complete_all(&f->dev);
+    /* 4 MiB free in whole pages, but inside the live block's mapping. */
+    assert_int_equal(ca_reclaim(f->a, 0), 0);
+    assert_int_equal(fake_mapped(&f->dev, a + 2 * MiB, 4 * MiB), 1);
+    assert_int_equal(f->dev.violations, 0);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    assert_int_equal(ca_reclaim(f->a, 0), 6 * MiB);
+    assert_int_equal(f->dev.unmap_calls, 1);
+    assert_int_equal(stats(f).driver_free_calls, 1);
+    assert_int_equal(f->dev.violations, 0);
+    assert_exact(f);
+}
+
+/* Blocks that each grew the range, every other one freed (the scattered-free case of
+ * docs/arena.md): their mappings go back whole, and a request of all that room is served. */
+static void test_scattered_frees_give_their_mappings_back(void **state)
+{
+    fixture *f = *state;
+    enum { N = 8 };
+    char *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    for (int i = 0; i < N; i += 2)
+        must_free(f, p[i], NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    /* Room for the request only once the freed mappings are unmapped. */
+    f->dev.capacity = f->dev.used + 2 * MiB;
+    void *big = NULL;
+    assert_int_equal(ca_malloc(f->a, 0, 8 * MiB, NULL, CA_API_PLAIN, &big), CA_OK);
+    assert_int_equal(f->dev.violations, 0);
+    must_free(f, big, NULL, CA_API_PLAIN);
+    for (int i = 1; i < N; i += 2)
+        must_free(f, p[i], NULL, CA_API_PLAIN);
     assert_exact(f);
 }
 
@@ -245,7 +294,7 @@ static void test_reclaim_unmaps_a_hole_and_growth_refills_it(void **state)
     assert_int_equal(fake_mapped(&f->dev, a, 4 * MiB), 1);
     assert_int_equal(fake_mapped(&f->dev, c, 4 * MiB), 1);
     assert_int_equal(stats(f).reserved_bytes, 8 * MiB);
-    assert_int_equal(stats(f).driver_free_calls, 2);
+    assert_int_equal(stats(f).driver_free_calls, 1); /* b's one mapping */
     assert_exact(f);
     /* Growth fills the lowest hole first: the range stays compact. */
     char *d = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
@@ -329,8 +378,8 @@ static void test_without_vmm_calls_segments_stay_plain(void **state)
 static void test_failed_creation_maps_nothing_and_recovers(void **state)
 {
     fixture *f = *state;
-    /* The third page of a three-page growth fails: the two before it go back. */
-    f->dev.fail_create_at = 3;
+    /* The growth's one handle fails: nothing is mapped, and the ladder tries again. */
+    f->dev.fail_create_at = 1;
     void *p = NULL;
     assert_int_equal(ca_malloc(f->a, 0, 5 * MiB, NULL, CA_API_PLAIN, &p), CA_OK);
     /* The ladder tried again and the program sees nothing of it. */
@@ -368,9 +417,9 @@ static void test_dead_stream_range_is_taken_over(void **state)
     fake_complete_all(&f->dev);
     ca_stream_created(f->a, 0, S2, 1);
     char *b = use_alloc(f, 4 * MiB, S2, CA_API_ASYNC);
-    /* S2 got S1's range and its mapped pages: no new reservation, no new page. */
+    /* S2 got S1's range and its mapped pages: no new reservation, no new mapping. */
     assert_int_equal(f->dev.reserves, 1);
-    assert_int_equal(f->dev.vmm_creates, 2);
+    assert_int_equal(f->dev.vmm_creates, 1);
     assert_ptr_equal(b, a);
     must_free(f, b, S2, CA_API_ASYNC);
     ca_stream_destroyed(f->a, 0, S2);
@@ -385,7 +434,10 @@ static void test_dead_stream_range_is_taken_over(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_grows_by_mapping_pages_at_the_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grows_by_one_mapping_per_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scattered_frees_give_their_mappings_back, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_small_and_large_blocks_get_their_own_range, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ladder_unmaps_free_pages_between_live_blocks, setup,
