@@ -69,6 +69,7 @@ _Static_assert(CU_MEM_ALLOCATION_TYPE_PINNED == CUABI_MEM_ALLOCATION_TYPE_PINNED
 _Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "LOCATION_DEVICE");
 _Static_assert(CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
                "PROT_READWRITE");
+_Static_assert(CU_MEM_ACCESS_FLAGS_PROT_NONE == CUABI_MEM_ACCESS_FLAGS_PROT_NONE, "PROT_NONE");
 _Static_assert(CU_MEM_ALLOC_GRANULARITY_MINIMUM == 0, "granularity option minimum");
 /* Their entry points, in the shapes driver_door.c stores them as (structures by pointer). */
 #define CA_SAME_VMM(name, params)                                                             \

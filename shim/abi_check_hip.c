@@ -41,6 +41,7 @@ _Static_assert(hipMemAllocationTypePinned == HIPABI_MEM_ALLOCATION_TYPE_PINNED, 
 _Static_assert(hipMemLocationTypeDevice == HIPABI_MEM_LOCATION_TYPE_DEVICE, "device location");
 _Static_assert(hipMemAccessFlagsProtReadWrite == HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
                "read-write");
+_Static_assert(hipMemAccessFlagsProtNone == HIPABI_MEM_ACCESS_FLAGS_PROT_NONE, "PROT_NONE");
 _Static_assert(hipMemAllocationGranularityMinimum == 0, "granularity option minimum");
 
 _Static_assert(__builtin_types_compatible_p(hipError_t, ca_rt_err), "hipError_t is not unsigned int");

@@ -273,8 +273,7 @@ static int be_vmm_unmap(void *ctx, int dev, void *addr, size_t size)
     return ON_DEVICE(rt, dev, rt->fn.mem_unmap(addr, size));
 }
 
-/* Only the owning device gets access: peers would need their own descriptors, and a program's
- * cudaDeviceEnablePeerAccess does not reach mapped memory (docs/arena.md). */
+/* The owning device's own access; peers get theirs through be_vmm_peer_access. */
 static int be_vmm_set_access(void *ctx, int dev, void *addr, size_t size)
 {
     ca_runtime *rt = ctx;
@@ -283,6 +282,24 @@ static int be_vmm_set_access(void *ctx, int dev, void *addr, size_t size)
     if (vmm_enter(rt, dev, &desc, &prev) != 0)
         return CA_ERR_BACKEND;
     ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size, desc.access, 1)));
+    leave_device(rt, prev);
+    return to_status(rt, e);
+}
+
+/* A program's cudaDeviceEnablePeerAccess does not reach mapped memory (FBGEMM pull request
+ * 1875 is PyTorch's users working around that): the arena passes it on, with the peer's own
+ * descriptor, made on dev (the memory's owner) as every VMM call is. */
+static int be_vmm_peer_access(void *ctx, int dev, void *addr, size_t size, int peer, bool on)
+{
+    ca_runtime *rt = ctx;
+    ca_rt_vmm_desc own, theirs;
+    int prev;
+    if (vmm_enter(rt, dev, &own, &prev) != 0)
+        return CA_ERR_BACKEND;
+    rt->vmm_desc(peer, &theirs);
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size,
+                                                          on ? theirs.access : theirs.no_access,
+                                                          1)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
@@ -321,5 +338,6 @@ void ca_backend_make(ca_runtime *rt, ca_backend *be)
         be->vmm_map = be_vmm_map;
         be->vmm_unmap = be_vmm_unmap;
         be->vmm_set_access = be_vmm_set_access;
+        be->vmm_peer_access = be_vmm_peer_access;
     }
 }

@@ -42,6 +42,7 @@ typedef unsigned int cuabi_capture_enum;
 #define CUABI_VMM_VERSION 10020
 #define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define CUABI_MEM_LOCATION_TYPE_DEVICE 1
+#define CUABI_MEM_ACCESS_FLAGS_PROT_NONE 0
 #define CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
 typedef unsigned long long cuabi_mem_handle;
 typedef struct cuabi_mem_location {
@@ -98,6 +99,10 @@ typedef struct cuabi_access_desc {
       cuDevicePrimaryCtxRelease_v2, (int dev))                                                \
     X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, CUABI_GPA_LEGACY, cuCtxDestroy_v2,               \
       (cuabi_context_t ctx))                                                                  \
+    X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 4000, CUABI_GPA_LEGACY,                 \
+      cuCtxEnablePeerAccess, (cuabi_context_t peer, unsigned flags))                          \
+    X(cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", 4000, CUABI_GPA_LEGACY,               \
+      cuCtxDisablePeerAccess, (cuabi_context_t peer))                                         \
     X(cuDeviceSetMemPool, "cuDeviceSetMemPool", 11020, CUABI_GPA_LEGACY, cuDeviceSetMemPool,  \
       (int dev, cuabi_mempool_t pool))                                                        \
     X(cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020, CUABI_GPA_LEGACY, cuMemPoolSetAccess,  \

@@ -214,6 +214,33 @@ ca_rt_err cuCtxDestroy_v2(cuabi_context_t ctx)
     return e;
 }
 
+/* Access from the current context's device to peer's memory: the driver's, then the same
+ * for the cache's mapped memory of peer, which the driver's does not reach. */
+ca_rt_err cuCtxEnablePeerAccess(cuabi_context_t peer, unsigned flags)
+{
+    ca_rt_err (*enable)(cuabi_context_t, unsigned) =
+        REAL(ca_rt_err(*)(cuabi_context_t, unsigned), I_cuCtxEnablePeerAccess);
+    if (enable == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = enable(peer, flags);
+    if (e == 0)
+        ca_front_peer_access(&ca_drv_rt, ca_drv_slot_of(peer), true);
+    return e;
+}
+
+/* The access taken away again, from the cache's mapped memory of peer too. */
+ca_rt_err cuCtxDisablePeerAccess(cuabi_context_t peer)
+{
+    ca_rt_err (*disable)(cuabi_context_t) =
+        REAL(ca_rt_err(*)(cuabi_context_t), I_cuCtxDisablePeerAccess);
+    if (disable == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = disable(peer);
+    if (e == 0)
+        ca_front_peer_access(&ca_drv_rt, ca_drv_slot_of(peer), false);
+    return e;
+}
+
 /* The lookup every runtime uses: the real answer, with the served entry points put in. */
 ca_rt_err cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
                               unsigned *status)

@@ -357,6 +357,17 @@ ca_rt_err ca_front_device_reset(ca_runtime *rt)
     return e;
 }
 
+void ca_front_peer_access(ca_runtime *rt, int owner, bool on)
+{
+    int me = -1;
+    if (!ca_cache_ready(rt) || !usable_device(owner) || rt->fn.device_ordinal == NULL ||
+        rt->fn.device_ordinal(&me) != rt->codes.success || me < 0)
+        return;
+    if (ca_peer_access(rt->arena, owner, me, on) != CA_OK)
+        fprintf(stderr, "cachealloc: device %d could not be given %s to the cache's mapped memory "
+                        "of device %d\n", me, on ? "access" : "no access", owner);
+}
+
 ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 {
     if (!ca_cache_ready(rt))

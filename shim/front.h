@@ -54,4 +54,9 @@ ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode);
 /* hipStreamEndCapture, through the real one: the capture forgotten once it ended. */
 ca_rt_err ca_front_end_capture(ca_runtime *rt, void *stream, void **graph);
 
+/* The program turned the current device's access to owner's memory on or off, and the driver
+ * agreed: the cache's mapped memory of owner (an arena device) follows. One line on stderr
+ * when the driver refused that. */
+void ca_front_peer_access(ca_runtime *rt, int owner, bool on);
+
 #endif

@@ -49,13 +49,15 @@ static const ca_rt_sym hip_syms[] = {
     SYM(mem_set_access, "hipMemSetAccess", 0),
     SYM(mem_get_granularity, "hipMemGetAllocationGranularity", 0),
     SYM(device_ordinal, "hipGetDevice", 0),
+    SYM(device_enable_peer, "hipDeviceEnablePeerAccess", 0),
+    SYM(device_disable_peer, "hipDeviceDisablePeerAccess", 0),
     SYM(stream_is_capturing, "hipStreamIsCapturing", 0),
     SYM(stream_begin_capture, "hipStreamBeginCapture", 0),
     SYM(stream_end_capture, "hipStreamEndCapture", 0),
     {0, NULL, 0},
 };
 
-/* Pinned memory on device `ordinal`, read-write for it. */
+/* Pinned memory on device `ordinal`, read-write for it (or no access, for a peer's). */
 static void hip_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
 {
     hipabi_mem_prop prop = {.type = HIPABI_MEM_ALLOCATION_TYPE_PINNED,
@@ -66,6 +68,8 @@ static void hip_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
                    "VMM structures fit the descriptor");
     memcpy(out->prop, &prop, sizeof prop);
     memcpy(out->access, &access, sizeof access);
+    access.flags = HIPABI_MEM_ACCESS_FLAGS_PROT_NONE;
+    memcpy(out->no_access, &access, sizeof access);
 }
 
 static ca_runtime hip_rt;
@@ -128,6 +132,24 @@ ca_rt_err hipExtMallocWithFlags(void **ptr, size_t size, unsigned int flags)
 ca_rt_err hipMemGetInfo(size_t *free, size_t *total) { return ca_front_mem_get_info(&hip_rt, free, total); }
 /* Interposed hipDeviceReset: the runtime's own contract, served through front.c. */
 ca_rt_err hipDeviceReset(void) { return ca_front_device_reset(&hip_rt); }
+/* The runtime's peer access call (enable: flags too), then the cache's mapped memory of peer
+ * follows (front.c). */
+static ca_rt_err peer_access(int peer, unsigned flags, bool on)
+{
+    bool real = on ? hip_rt.fn.device_enable_peer != NULL : hip_rt.fn.device_disable_peer != NULL;
+    if (!ca_cache_ready(&hip_rt) || !real)
+        return on ? CA_CLOSED(&hip_rt, device_enable_peer, (peer, flags))
+                  : CA_CLOSED(&hip_rt, device_disable_peer, (peer));
+    ca_rt_err e =
+        on ? hip_rt.fn.device_enable_peer(peer, flags) : hip_rt.fn.device_disable_peer(peer);
+    if (e == hip_rt.codes.success)
+        ca_front_peer_access(&hip_rt, peer, on);
+    return e;
+}
+/* Interposed hipDeviceEnablePeerAccess: the runtime's, and the cache's mapped memory follows. */
+ca_rt_err hipDeviceEnablePeerAccess(int peerDeviceId, unsigned int flags) { return peer_access(peerDeviceId, flags, true); }
+/* Interposed hipDeviceDisablePeerAccess: the runtime's, and the cache's mapped memory follows. */
+ca_rt_err hipDeviceDisablePeerAccess(int peerDeviceId) { return peer_access(peerDeviceId, 0, false); }
 /* Interposed hipDeviceSynchronize: the runtime's own contract, served through front.c. */
 ca_rt_err hipDeviceSynchronize(void) { return ca_front_device_synchronize(&hip_rt); }
 /* Interposed hipStreamCreate: the runtime's own contract, served through front.c. */

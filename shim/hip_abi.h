@@ -37,6 +37,7 @@ struct hipMemAllocationProp;
 struct hipMemAccessDesc;
 #define HIPABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define HIPABI_MEM_LOCATION_TYPE_DEVICE 1
+#define HIPABI_MEM_ACCESS_FLAGS_PROT_NONE 0
 #define HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
 typedef struct hipabi_mem_location {
     int type, id;
@@ -81,6 +82,8 @@ typedef struct hipabi_access_desc {
     X(hipMemGetInfo, (size_t *free, size_t *total))                                           \
     X(hipDeviceReset, (void))                                                                 \
     X(hipDeviceSynchronize, (void))                                                           \
+    X(hipDeviceEnablePeerAccess, (int peerDeviceId, unsigned int flags))                      \
+    X(hipDeviceDisablePeerAccess, (int peerDeviceId))                                         \
     X(hipStreamCreate, (hipabi_stream_t *stream))                                             \
     X(hipStreamCreateWithFlags, (hipabi_stream_t *stream, unsigned int flags))                \
     X(hipStreamCreateWithPriority, (hipabi_stream_t *stream, unsigned int flags, int priority)) \

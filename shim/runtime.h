@@ -78,6 +78,10 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_get_granularity)(size_t *granularity, const void *prop, int option);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
+    /* Optional, HIP's door: the program's peer access calls, which it wraps (the CUDA door
+     * wraps the driver's, whose real functions driver_served.c holds). */
+    ca_rt_err (*device_enable_peer)(int peer, unsigned flags);
+    ca_rt_err (*device_disable_peer)(int peer);
     /* Optional, stream capture (capture.c): whether a stream captures (the per-thread form
      * too), and HIP's begin and end, which its door wraps. */
     ca_rt_err (*stream_is_capturing)(void *stream, unsigned *status);
@@ -92,6 +96,7 @@ typedef struct ca_rt_fns {
 typedef struct ca_rt_vmm_desc {
     _Alignas(8) unsigned char prop[64];
     _Alignas(8) unsigned char access[32];
+    _Alignas(8) unsigned char no_access[32]; /* the same device, no access: a peer's revoked */
 } ca_rt_vmm_desc;
 
 /* Where a real function lives in ca_rt_fns and what the runtime calls it. */

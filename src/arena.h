@@ -81,6 +81,9 @@ typedef struct ca_backend {
     int (*vmm_unmap)(void *ctx, int dev, void *addr, size_t size);
     /* Give dev read-write access to the mappings that make up [addr, addr+size). */
     int (*vmm_set_access)(void *ctx, int dev, void *addr, size_t size);
+    /* Optional: give the device of ordinal `peer` read-write access (on) or none (off) to the
+     * mappings of dev's memory that make up [addr, addr+size). */
+    int (*vmm_peer_access)(void *ctx, int dev, void *addr, size_t size, int peer, bool on);
 } ca_backend;
 
 typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
@@ -232,6 +235,12 @@ void ca_device_reset(ca_arena *a, int dev);
  * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);
+
+/* The program turned the access of the device of ordinal `peer` to device dev's memory on or
+ * off (cudaDeviceEnablePeerAccess, cuCtxEnablePeerAccess, hipDeviceEnablePeerAccess): the
+ * arena's mapped memory on dev, which the driver's peer access does not reach, gets the same
+ * access, now and at every later growth. CA_ERR_BACKEND when the driver refused some of it. */
+ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on);
 
 /* The driver refused an allocation the arena does not serve (the program's pitched memory, an
  * exporter's own allocation): what the arena holds free on every device goes back, or, when

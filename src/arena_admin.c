@@ -102,6 +102,7 @@ static void free_device_state(ca_device *d)
     d->ready = d->fenced = false;
     d->nranges = 0;
     d->ranges_gone = false;
+    d->peers = 0; /* the context's peer access went with it */
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -184,6 +185,21 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     bytes += ca_expand_unmap(a, d, UINT64_MAX, true);
     ca_lock_release(&d->lock);
     return bytes;
+}
+
+ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on)
+{
+    if (dev < 0 || dev >= CA_MAX_DEVICES || peer < 0 || peer >= 64)
+        return CA_ERR_INVALID;
+    ca_device *d = ca_device_get(a, dev);
+    if (!d)
+        return CA_ERR_OOM;
+    ca_lock_acquire(&d->lock);
+    uint64_t bit = (uint64_t)1 << peer;
+    d->peers = on ? d->peers | bit : d->peers & ~bit;
+    int rc = d->nranges > 0 && !d->ranges_gone ? ca_expand_peer_access(a, d, peer, on) : CA_OK;
+    ca_lock_release(&d->lock);
+    return rc == CA_OK ? CA_OK : CA_ERR_BACKEND;
 }
 
 uint64_t ca_reclaim(ca_arena *a, int dev)

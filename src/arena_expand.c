@@ -145,7 +145,15 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
     be->vmm_release(be->ctx, d->id, h);
     if (rc != CA_OK)
         return rc;
-    if ((rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size)) != CA_OK) {
+    rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size);
+    /* The devices the program gave peer access to d reach this memory too, as they reach
+     * cudaMalloc memory. */
+    for (int p = 0; rc == CA_OK && d->peers >> p; p++)
+        if (d->peers >> p & 1)
+            rc = be->vmm_peer_access ? be->vmm_peer_access(be->ctx, d->id, (void *)addr, size,
+                                                           p, true)
+                                     : CA_ERR_BACKEND;
+    if (rc != CA_OK) {
         be->vmm_unmap(be->ctx, d->id, (void *)addr, size);
         return rc;
     }
@@ -258,6 +266,34 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_ALLOC, d->id, (void *)h->addr, map,
                      p->stream);
     return ca_block_free(d, h);
+}
+
+int ca_expand_peer_access(ca_arena *a, ca_device *d, int peer, bool on)
+{
+    int rc = CA_OK;
+    for (int i = 0; i < d->nsegs; i++) {
+        ca_segment *s = d->segs[i];
+        if (!s->expandable)
+            continue;
+        /* One call per run of mapped blocks; pages being unmapped are skipped. */
+        for (ca_block *b = s->first; b;) {
+            if (b->state == BLOCK_UNMAPPED || b->state == BLOCK_UNMAPPING) {
+                b = b->next;
+                continue;
+            }
+            uintptr_t start = b->addr;
+            while (b && b->state != BLOCK_UNMAPPED && b->state != BLOCK_UNMAPPING)
+                b = b->next;
+            uintptr_t end = b ? b->addr : s->base + s->size;
+            int r = a->be.vmm_peer_access
+                        ? a->be.vmm_peer_access(a->be.ctx, d->id, (void *)start, end - start,
+                                                peer, on)
+                        : CA_ERR_BACKEND;
+            if (r != CA_OK)
+                rc = r;
+        }
+    }
+    return rc;
 }
 
 void ca_expand_teardown(ca_arena *a, ca_device *d)

@@ -151,6 +151,8 @@ struct ca_device {
     size_t vmm_page;
     size_t vmm_range;
     bool vmm_off;             /* unavailable here: plain segments only           */
+    uint64_t peers;           /* ordinals of the devices the program let reach this one's
+                               * memory: every mapping gives them access too            */
     bool ranges_gone;         /* unmapped ahead of a device reset                */
     int nranges;
     uint32_t unmapping;       /* threads unmapping pages, lock dropped (a futex word) */
@@ -368,6 +370,8 @@ static inline uintptr_t ca_align_up(uintptr_t x, size_t to) { return (x + to - 1
 static inline uintptr_t ca_align_down(uintptr_t x, size_t to) { return x / to * to; }
 /* Put b on / take it off its segment's list of holes (b becomes / stays UNMAPPED). */
 void ca_hole_link(ca_segment *s, ca_block *b);
+/* Gives peer access (on) or takes it away (off) on every mapped run of d's ranges. */
+int ca_expand_peer_access(ca_arena *a, ca_device *d, int peer, bool on);
 void ca_hole_unlink(ca_segment *s, ca_block *b);
 /* Rung 4 of the ladder in p's range: pages mapped for rounded bytes, as a free block of the pool.
  * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */

@@ -52,6 +52,9 @@ typedef hipEvent_t gpuEvent_t;
 #define gpuGetLastError hipGetLastError
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuDeviceDisablePeerAccess hipDeviceDisablePeerAccess
 #elif defined(GPU_DRIVER)
 #include "gpu_driver.h"
 #else
@@ -94,6 +97,9 @@ typedef cudaEvent_t gpuEvent_t;
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuDeviceDisablePeerAccess cudaDeviceDisablePeerAccess
 #endif
 
 /* Both runtimes record the last error of a failed call (the driver keeps none). */

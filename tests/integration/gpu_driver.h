@@ -58,6 +58,22 @@ static inline CUresult gpu_drv_use(int dev)
     return cuCtxSetCurrent(ctx);
 }
 
+/* The current context's access to device peer's primary context's memory, on or off, as
+ * cudaDeviceEnablePeerAccess gives it; the current context stays. */
+static inline CUresult gpu_drv_peer(int peer, unsigned flags, int on)
+{
+    CUcontext mine = NULL, theirs = NULL;
+    CUresult e = cuCtxGetCurrent(&mine);
+    if (e == CUDA_SUCCESS)
+        e = gpu_drv_use(peer);
+    if (e == CUDA_SUCCESS)
+        e = cuCtxGetCurrent(&theirs);
+    CUresult back = cuCtxSetCurrent(mine);
+    if (e != CUDA_SUCCESS || back != CUDA_SUCCESS)
+        return e != CUDA_SUCCESS ? e : back;
+    return on ? cuCtxEnablePeerAccess(theirs, flags) : cuCtxDisablePeerAccess(theirs);
+}
+
 /* Before every call: a thread without a current context gets device 0's primary one, as the
  * runtime gives it (once per thread; a context the thread chose stays). */
 static inline void gpu_drv_thread(void)
@@ -119,5 +135,8 @@ static inline CUresult gpu_drv_reset(void)
 #define gpuGetDevice(d) GPU_DRV(cuCtxGetDevice(d))
 /* The context it makes current is the thread's choice: gpu_drv_thread leaves it. */
 #define gpuSetDevice(d) gpu_drv_use(d)
+#define gpuGetDeviceCount(n) GPU_DRV(cuDeviceGetCount(n))
+#define gpuDeviceEnablePeerAccess(p, f) GPU_DRV(gpu_drv_peer((p), (f), 1))
+#define gpuDeviceDisablePeerAccess(p) GPU_DRV(gpu_drv_peer((p), 0, 0))
 
 #endif

@@ -15,6 +15,10 @@
  *                  block live; this process then asks for that much (a fork made before either
  *                  touches the device; run with CACHEALLOC_STATS=1, a private
  *                  CACHEALLOC_SHM_DIR, and SIMDEV_SHARED on the simulated device)
+ *   peer           device 1 given access to device 0's memory writes and reads back a block
+ *                  allocated before the access was given and one allocated after; then the
+ *                  access is taken away (run with SIMDEV_DEVICES=2; with expandable segments
+ *                  the cache's mapped memory must follow, as cudaMalloc memory does)
  * Prints one line per result; exits 1 when a case fails. */
 #include <stdbool.h>
 #include <string.h>
@@ -97,6 +101,45 @@ static int scattered_free(void)
     for (int i = 1; i < N; i += 2)
         CHECK(gpuFree(p[i]));
     return e == gpuSuccess ? 0 : 1;
+}
+
+/* One byte at the end of p as device `dev` wrote it (v), read back by that device. */
+static bool reads_back(char *p, size_t n, unsigned char v)
+{
+    unsigned char h = 0;
+    CHECK(gpuMemcpy(&h, p + n - 1, 1, gpuMemcpyDefault));
+    if (h != v) fprintf(stderr, "read %#x, wanted %#x\n", h, v);
+    return h == v;
+}
+
+static int peer(void)
+{
+    int n = 0;
+    CHECK(gpuGetDeviceCount(&n));
+    if (n < 2) {
+        printf("one device: nothing to check\n");
+        return 0;
+    }
+    char *before = NULL, *after = NULL;
+    CHECK(gpuSetDevice(0));
+    CHECK(gpuMalloc((void **)&before, 6 * MIB));
+    CHECK(gpuMemset(before, 1, 6 * MIB));
+    CHECK(gpuDeviceSynchronize()); /* no work of device 0's left to race device 1's */
+    CHECK(gpuSetDevice(1));
+    CHECK(gpuDeviceEnablePeerAccess(0, 0));
+    CHECK(gpuSetDevice(0));
+    CHECK(gpuMalloc((void **)&after, 10 * MIB)); /* a growth after the access was given */
+    CHECK(gpuSetDevice(1));
+    CHECK(gpuMemset(before, 0x5a, 6 * MIB));
+    CHECK(gpuMemset(after, 0xa5, 10 * MIB));
+    CHECK(gpuDeviceSynchronize());
+    bool ok = reads_back(before, 6 * MIB, 0x5a) && reads_back(after, 10 * MIB, 0xa5);
+    printf("device 1 wrote and read device 0's blocks: %s\n", ok ? "yes" : "no");
+    CHECK(gpuDeviceDisablePeerAccess(0));
+    CHECK(gpuSetDevice(0));
+    CHECK(gpuFree(before));
+    CHECK(gpuFree(after));
+    return ok ? 0 : 1;
 }
 
 #ifndef GPU_HIP
@@ -208,10 +251,13 @@ int main(int argc, char **argv)
         return oom_loop();
     if (strcmp(mode, "scattered-free") == 0)
         return scattered_free();
+    if (strcmp(mode, "peer") == 0)
+        return peer();
 #ifndef GPU_HIP
     if (strcmp(mode, "pitch") == 0)
         return pitch();
 #endif
-    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free|two-processes\n");
+    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free|peer|pitch|"
+                    "two-processes\n");
     return 2;
 }

@@ -227,6 +227,7 @@ static int f_vmm_release(void *ctx, int d, uint64_t h) { LOCKED(fake_vmm_release
 static int f_vmm_map(void *ctx, int d, void *addr, size_t size, uint64_t h) { LOCKED(fake_vmm_map_unlocked(ctx, d, addr, size, h)); }
 static int f_vmm_unmap(void *ctx, int d, void *addr, size_t size) { LOCKED(fake_vmm_unmap_unlocked(ctx, d, addr, size)); }
 static int f_vmm_set_access(void *ctx, int d, void *addr, size_t size) { LOCKED(fake_vmm_set_access_unlocked(ctx, d, addr, size)); }
+static int f_vmm_peer_access(void *ctx, int d, void *addr, size_t size, int peer, bool on) { LOCKED(fake_vmm_peer_access_unlocked(ctx, d, addr, size, peer, on)); }
 
 void fake_use(fake_device *dev, ca_stream_t s, const void *ptr, size_t size)
 {
@@ -270,6 +271,7 @@ void fake_init(fake_device *dev, ca_backend *be, uint64_t capacity)
         .vmm_map = f_vmm_map,
         .vmm_unmap = f_vmm_unmap,
         .vmm_set_access = f_vmm_set_access,
+        .vmm_peer_access = f_vmm_peer_access,
     };
     *be = b;
 }

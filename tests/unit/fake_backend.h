@@ -32,6 +32,7 @@ typedef struct fake_event {
 typedef struct fake_page {
     uint32_t handle;   /* 0: unmapped */
     uint8_t access;    /* read-write access set since it was mapped */
+    uint64_t peers;    /* ordinals of other devices given read-write access */
     int8_t use_stream; /* -1: never used */
     uint64_t use_seq;
 } fake_page;
@@ -74,6 +75,7 @@ typedef struct fake_device {
     uintptr_t next_va;
     uint64_t mapped_bytes;
     uint64_t reserves, va_frees, vmm_creates, vmm_releases, maps, unmaps, unmap_calls, accesses;
+    uint64_t peer_calls;
     int fail_next_creates;  /* inject: this many creations fail first */
     uint64_t fail_create_at; /* inject: the creation that would be number N fails (0: none) */
     /* Broken rules: an access to an unmapped page, an unmap under running work, a reservation
@@ -121,6 +123,9 @@ int fake_vmm_release_unlocked(void *ctx, int d, uint64_t handle);
 int fake_vmm_map_unlocked(void *ctx, int d, void *addr, size_t size, uint64_t handle);
 int fake_vmm_unmap_unlocked(void *ctx, int d, void *addr, size_t size);
 int fake_vmm_set_access_unlocked(void *ctx, int d, void *addr, size_t size);
+int fake_vmm_peer_access_unlocked(void *ctx, int d, void *addr, size_t size, int peer, bool on);
+/* Whether every mapped page of [ptr, ptr+size) gives device `peer` access (0 for none mapped). */
+int fake_peer_reaches(fake_device *dev, const void *ptr, size_t size, int peer);
 void fake_use_unlocked(fake_device *dev, int stream, const void *ptr, size_t size);
 int fake_mapped_unlocked(fake_device *dev, const void *ptr, size_t size);
 

@@ -246,6 +246,36 @@ void fake_use_unlocked(fake_device *dev, int stream, const void *ptr, size_t siz
     }
 }
 
+int fake_vmm_peer_access_unlocked(void *ctx, int d, void *addr, size_t size, int peer, bool on)
+{
+    fake_device *dev = ctx;
+    (void)d;
+    size_t n = 0;
+    fake_page *pg = mapped_span(dev, (uintptr_t)addr, size, &n);
+    if (!pg || peer < 0 || peer >= 64)
+        return CA_ERR_INVALID;
+    for (size_t i = 0; i < n; i++)
+        pg[i].peers = on ? pg[i].peers | (uint64_t)1 << peer : pg[i].peers & ~((uint64_t)1 << peer);
+    dev->peer_calls++;
+    return CA_OK;
+}
+
+int fake_peer_reaches(fake_device *dev, const void *ptr, size_t size, int peer)
+{
+    int inside = 0;
+    for (uintptr_t a = (uintptr_t)ptr / FAKE_PAGE * FAKE_PAGE; a < (uintptr_t)ptr + size;
+         a += FAKE_PAGE) {
+        size_t page;
+        fake_range *r = range_of(dev, a, &page);
+        if (!r || !r->pages[page].handle)
+            continue;
+        inside = 1;
+        if (!(r->pages[page].peers >> peer & 1))
+            return 0;
+    }
+    return inside;
+}
+
 int fake_mapped_unlocked(fake_device *dev, const void *ptr, size_t size)
 {
     int inside = 0;

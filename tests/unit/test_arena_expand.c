@@ -431,6 +431,29 @@ static void test_dead_stream_range_is_taken_over(void **state)
     assert_exact(f);
 }
 
+/* The program's peer access reaches the arena's mapped memory: what is mapped when it is
+ * given, what later growths map, and it goes again when taken away. */
+static void test_peer_access_reaches_every_mapping(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(fake_peer_reaches(&f->dev, a, 4 * MiB, 1), 0);
+    assert_int_equal(ca_peer_access(f->a, 0, 1, true), CA_OK);
+    assert_int_equal(fake_peer_reaches(&f->dev, a, 4 * MiB, 1), 1);
+    char *b = use_alloc(f, 8 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(fake_peer_reaches(&f->dev, b, 8 * MiB, 1), 1);
+    assert_int_equal(fake_peer_reaches(&f->dev, b, 8 * MiB, 2), 0);
+    assert_int_equal(ca_peer_access(f->a, 0, 1, false), CA_OK);
+    assert_int_equal(fake_peer_reaches(&f->dev, a, 4 * MiB, 1), 0);
+    assert_int_equal(fake_peer_reaches(&f->dev, b, 8 * MiB, 1), 0);
+    char *c = use_alloc(f, 16 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(fake_peer_reaches(&f->dev, c, 16 * MiB, 1), 0);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    must_free(f, c, NULL, CA_API_PLAIN);
+    assert_exact(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +481,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reset_gives_mappings_and_reservations_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dead_stream_range_is_taken_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_access_reaches_every_mapping, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

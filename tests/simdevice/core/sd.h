@@ -23,6 +23,8 @@ enum {
     SD_EHANDLE = 400,
     SD_ENOTREADY = 600,
     SD_EILLEGAL = 700,
+    SD_EPEERON = 704,  /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
+    SD_EPEEROFF = 705, /* CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, hipErrorPeerAccessNotEnabled */
     SD_ENOTSUP = 801,
     SD_EBADFREE = -1 /* free of something that is not a live allocation: each front maps it */
 };
@@ -106,6 +108,14 @@ void sd_set_owner(void *owner);
  * `owner`; with `clear_fault`, also clears the device's sticky fault (a context reset). */
 int sd_owner_release(int dev, void *owner, int clear_fault);
 int sd_device_reset(void);
+/* Turns the current device's access to device peer's memory on or off (a program's
+ * cudaDeviceEnablePeerAccess / DisablePeerAccess): SD_EDEVICE for itself or no such device,
+ * SD_EPEERON when already on, SD_EPEEROFF when not on. Recorded, not enforced on
+ * cudaMalloc memory (docs/simdevice.md); mapped memory has access of its own. A reset of the
+ * device turns its peer access off. */
+int sd_peer_access(int peer, int on);
+/* Whether the current device has turned its access to peer's memory on. */
+int sd_peer_enabled(int peer);
 
 /* Virtual memory management (cuMem* / hipMem*): address reservations, physical handles and the
  * mappings between them, in units of the granularity. Codes follow the CUDA driver's docs. */

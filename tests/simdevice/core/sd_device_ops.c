@@ -49,6 +49,7 @@ int sd_device_reset(void)
             pthread_cond_signal(&s->work);
         }
     d->gen++;
+    d->peers = 0;
     while (d->streams)
         pthread_cond_wait(&sd_cv, &sd_lock);
     sd_events_drop_device(d);
@@ -62,4 +63,34 @@ int sd_device_reset(void)
     d->sticky = 0;
     pthread_mutex_unlock(&sd_lock);
     return SD_OK;
+}
+
+int sd_peer_access(int peer, int on)
+{
+    int rc = sd_check_current();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = sd_cur();
+    uint64_t bit = peer >= 0 && peer < 64 ? (uint64_t)1 << peer : 0;
+    if (peer < 0 || peer >= sd_cfg.devices || peer == d->id || !bit)
+        rc = SD_EDEVICE;
+    else if (on && (d->peers & bit))
+        rc = SD_EPEERON;
+    else if (!on && !(d->peers & bit))
+        rc = SD_EPEEROFF;
+    else
+        d->peers = on ? d->peers | bit : d->peers & ~bit;
+    pthread_mutex_unlock(&sd_lock);
+    return rc;
+}
+
+int sd_peer_enabled(int peer)
+{
+    if (sd_check_current() != SD_OK || peer < 0 || peer >= 64)
+        return 0;
+    pthread_mutex_lock(&sd_lock);
+    int on = (int)(sd_cur()->peers >> peer & 1);
+    pthread_mutex_unlock(&sd_lock);
+    return on;
 }

@@ -67,6 +67,7 @@ struct sd_event;
 
 struct sd_device {
     int id;
+    uint64_t peers;   /* devices whose memory it may access (sd_peer_access) */
     uintptr_t base;   /* 0 until first use */
     size_t range;     /* bytes of reserved address space */
     uintptr_t cursor; /* next-fit position */

@@ -280,6 +280,32 @@ API CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* Access from the current context's device to peer's memory (recorded per device: a
+ * device's contexts share it here). CUDA_ERROR_INVALID_CONTEXT for a bad peer, 101 for the
+ * current device itself, 704 when already on. */
+static CUresult peer_access(CUcontext peer, unsigned flags, int on)
+{
+    CUresult rc = drv_enter();
+    if (rc)
+        return rc;
+    if (!drv_ctx_valid(peer))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_peer_access(((struct drv_ctx *)peer)->dev, on));
+}
+
+API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+    return peer_access(peer, flags, 1);
+}
+
+/* 705 when it was not on. */
+API CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+    return peer_access(peer, 0, 0);
+}
+
 /* The calling thread's current context, or NULL. */
 API CUresult cuCtxGetCurrent(CUcontext *pctx)
 {

@@ -41,6 +41,19 @@ API hipError_t hipDriverGetVersion(int *v) { return hip_ret(sd_put_version(v, 50
 API hipError_t hipDeviceSynchronize(void) { return hip_ret(sd_device_sync()); }
 /* Waits for the device, frees its memory, destroys its streams and events, clears its fault. */
 API hipError_t hipDeviceReset(void) { return hip_ret(sd_device_reset()); }
+/* The current device's access to peer's memory; flags must be 0, as ROCm requires. */
+API hipError_t hipDeviceEnablePeerAccess(int peer, unsigned flags) { return hip_ret(flags ? SD_EINVAL : sd_peer_access(peer, 1)); }
+API hipError_t hipDeviceDisablePeerAccess(int peer) { return hip_ret(sd_peer_access(peer, 0)); }
+/* Reported possible between two distinct simulated devices. */
+API hipError_t hipDeviceCanAccessPeer(int *can, int dev, int peer)
+{
+    int n = 0;
+    sd_device_count(&n);
+    if (!can || dev < 0 || peer < 0 || dev >= n || peer >= n)
+        return hip_ret(can ? SD_EDEVICE : SD_EINVAL);
+    *can = dev != peer;
+    return hip_ret(SD_OK);
+}
 
 /* Stream priorities exist but are not modelled: the range is [0, 0]. */
 API hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest) { return sd_priority_range(least, greatest); }
