@@ -5,6 +5,9 @@
 #   check_replay.sh expandable REPLAY TRACE PRELOAD  expandable segments map pages, no
 #                                                cudaMalloc, and fragment less at the peak
 #   check_replay.sh bad-input REPLAY             malformed traces are refused, never a crash
+#   check_replay.sh tight SCRIPT BUILDDIR TRACE PRELOAD  scripts/bench-tight.sh: at the live peak plus
+#                                                2%, the plain runtime and expandable segments
+#                                                serve every request of every pass
 set -u
 mode=$1
 replay=$2
@@ -85,6 +88,20 @@ bad-input)
         [ "$rc" -eq 2 ] || fail "arguments '$args': exit status $rc, expected 2"
     done
     echo "ok: bad arguments refused"
+    ;;
+tight)
+    script=$2 builddir=$3 trace=$4 preload=$5
+    "$script" --no-build --builddir "$builddir" --preload "$preload" --passes 3 "$trace" >"$tmp/tight.out" 2>"$tmp/tight.err" ||
+        fail "bench-tight.sh: exit status $?: $(cat "$tmp/tight.err")"
+    cat "$tmp/tight.out"
+    for mode in plain expand; do
+        row=$(awk -v m="$mode" '$3 == m' "$tmp/tight.out")
+        [ -n "$row" ] || fail "no $mode row"
+        set -- $row
+        [ "$4" = 0 ] && [ "$5" = 0 ] || fail "$mode: $4 failed in the first pass, $5 later"
+    done
+    [ -n "$(awk '$3 == "cache"' "$tmp/tight.out")" ] || fail "no cache row"
+    echo "ok: every request served at the peak plus 2% plainly and with expandable segments"
     ;;
 *)
     fail "unknown mode $mode"

@@ -145,9 +145,10 @@ static void print_result(const replay_allocator *al, const char *path, const tra
     cachealloc_stats cs;
     if (cachealloc_get_stats(0, &cs))
         printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_driver_allocs=%" PRIu64
-               "\ncache_driver_frees=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",
+               "\ncache_driver_frees=%" PRIu64 "\ncache_device_syncs=%" PRIu64
+               "\ncache_oom_recoveries=%" PRIu64 "\n",
                cs.peak_reserved_bytes, cs.driver_alloc_calls, cs.driver_free_calls,
-               cs.device_syncs);
+               cs.device_syncs, cs.oom_recoveries);
     if (!on_sim) {
         printf("simulator=absent\n");
         return;
