@@ -524,10 +524,11 @@ def probes(r, deadline):
         res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
     # The driver's prices for allocation and for mapped memory, without the cache (it serves
     # neither call the probe makes).
-    vmm = os.path.join(r.build, "tests", "gpu", "gpu-vmm-cost")
-    if os.path.exists(vmm) and time.monotonic() < deadline - 3:
-        rc, out, _ = r.run([vmm], r.env(False), min(60, deadline - time.monotonic()))
-        res["vmm_cost.plain"] = {"exit": rc, "output": out[-4000:], "cache": None}
+    for name, prog in (("vmm_cost", "gpu-vmm-cost"), ("pinned", "gpu-pinned-probe")):
+        path = os.path.join(r.build, "tests", "gpu", prog)
+        if os.path.exists(path) and time.monotonic() < deadline - 3:
+            rc, out, _ = r.run([path], r.env(False), min(60, deadline - time.monotonic()))
+            res[name + ".plain"] = {"exit": rc, "output": out[-4000:], "cache": None}
     return res
 
 
