@@ -67,9 +67,16 @@ _Static_assert(offsetof(CUmemAccessDesc, flags) == offsetof(cuabi_access_desc, f
                "desc.flags");
 _Static_assert(CU_MEM_ALLOCATION_TYPE_PINNED == CUABI_MEM_ALLOCATION_TYPE_PINNED, "PINNED");
 _Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "LOCATION_DEVICE");
-_Static_assert(CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
-               "PROT_READWRITE");
-_Static_assert(CU_MEM_ACCESS_FLAGS_PROT_NONE == CUABI_MEM_ACCESS_FLAGS_PROT_NONE, "PROT_NONE");
+/* The access descriptor both doors share (runtime.h). */
+_Static_assert(sizeof(CUmemAccessDesc) == sizeof(ca_rt_access_desc), "ca_rt_access_desc size");
+_Static_assert(offsetof(CUmemAccessDesc, location.id) == offsetof(ca_rt_access_desc, location.id),
+               "ca_rt_access_desc location.id");
+_Static_assert(offsetof(CUmemAccessDesc, flags) == offsetof(ca_rt_access_desc, flags),
+               "ca_rt_access_desc flags");
+_Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CA_RT_LOCATION_DEVICE &&
+                   CU_MEM_ACCESS_FLAGS_PROT_NONE == CA_RT_ACCESS_NONE &&
+                   CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CA_RT_ACCESS_READWRITE,
+               "ca_rt_access_desc constants");
 _Static_assert(CU_MEM_ALLOC_GRANULARITY_MINIMUM == 0, "granularity option minimum");
 /* Their entry points, in the shapes driver_door.c stores them as (structures by pointer). */
 #define CA_SAME_VMM(name, params)                                                             \

@@ -34,14 +34,18 @@ _Static_assert(offsetof(hipMemAllocationProp, win32HandleMetaData) ==
                offsetof(hipabi_mem_prop, win32_handle_meta_data), "prop.win32HandleMetaData");
 _Static_assert(sizeof(hipMemLocation) == sizeof(hipabi_mem_location), "hipMemLocation");
 _Static_assert(offsetof(hipMemLocation, id) == offsetof(hipabi_mem_location, id), "location.id");
-_Static_assert(sizeof(hipMemAccessDesc) == sizeof(hipabi_access_desc), "hipMemAccessDesc");
-_Static_assert(offsetof(hipMemAccessDesc, flags) == offsetof(hipabi_access_desc, flags),
-               "desc.flags");
 _Static_assert(hipMemAllocationTypePinned == HIPABI_MEM_ALLOCATION_TYPE_PINNED, "pinned");
 _Static_assert(hipMemLocationTypeDevice == HIPABI_MEM_LOCATION_TYPE_DEVICE, "device location");
-_Static_assert(hipMemAccessFlagsProtReadWrite == HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE,
-               "read-write");
-_Static_assert(hipMemAccessFlagsProtNone == HIPABI_MEM_ACCESS_FLAGS_PROT_NONE, "PROT_NONE");
+/* The access descriptor both doors share (runtime.h). */
+_Static_assert(sizeof(hipMemAccessDesc) == sizeof(ca_rt_access_desc), "ca_rt_access_desc size");
+_Static_assert(offsetof(hipMemAccessDesc, location.id) == offsetof(ca_rt_access_desc, location.id),
+               "ca_rt_access_desc location.id");
+_Static_assert(offsetof(hipMemAccessDesc, flags) == offsetof(ca_rt_access_desc, flags),
+               "ca_rt_access_desc flags");
+_Static_assert(hipMemLocationTypeDevice == CA_RT_LOCATION_DEVICE &&
+                   hipMemAccessFlagsProtNone == CA_RT_ACCESS_NONE &&
+                   hipMemAccessFlagsProtReadWrite == CA_RT_ACCESS_READWRITE,
+               "ca_rt_access_desc constants");
 _Static_assert(hipMemAllocationGranularityMinimum == 0, "granularity option minimum");
 
 _Static_assert(__builtin_types_compatible_p(hipError_t, ca_rt_err), "hipError_t is not unsigned int");

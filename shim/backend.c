@@ -201,18 +201,19 @@ static void be_clear_error(void *ctx)
     (void)e;
 }
 
-/* Make dev current (*prev as enter_device) and fill the runtime's VMM structures for the
- * device it names (a context's device for CUDA). Nonzero, dev left, when there is none. */
-static int vmm_enter(ca_runtime *rt, int dev, ca_rt_vmm_desc *desc, int *prev)
+/* Make dev current (*prev as enter_device) and fill the runtime's VMM property for the
+ * device it names (a context's device for CUDA), whose ordinal goes to *ordinal. Nonzero, dev
+ * left, when there is none. */
+static int vmm_enter(ca_runtime *rt, int dev, ca_rt_vmm_desc *desc, int *ordinal, int *prev)
 {
-    int ordinal = -1;
+    *ordinal = -1;
     *prev = enter_device(rt, dev);
-    if (rt->fn.device_ordinal(&ordinal) != rt->codes.success || ordinal < 0) {
+    if (rt->fn.device_ordinal(ordinal) != rt->codes.success || *ordinal < 0) {
         leave_device(rt, *prev);
         return -1;
     }
     *desc = (ca_rt_vmm_desc){0};
-    rt->vmm_desc(ordinal, desc);
+    rt->vmm_desc(*ordinal, desc);
     return 0;
 }
 
@@ -220,8 +221,8 @@ static int be_vmm_granularity(void *ctx, int dev, size_t *out)
 {
     ca_runtime *rt = ctx;
     ca_rt_vmm_desc desc;
-    int prev;
-    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+    int ordinal, prev;
+    if (vmm_enter(rt, dev, &desc, &ordinal, &prev) != 0)
         return CA_ERR_BACKEND;
     /* The minimum: the recommended one may be larger, and pages are the unit given back. */
     ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_get_granularity(out, desc.prop, 0)));
@@ -245,8 +246,8 @@ static int be_vmm_create(void *ctx, int dev, size_t size, uint64_t *handle)
 {
     ca_runtime *rt = ctx;
     ca_rt_vmm_desc desc;
-    int prev;
-    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+    int ordinal, prev;
+    if (vmm_enter(rt, dev, &desc, &ordinal, &prev) != 0)
         return CA_ERR_BACKEND;
     void *h = NULL;
     ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_create(&h, size, desc.prop, 0)));
@@ -273,35 +274,33 @@ static int be_vmm_unmap(void *ctx, int dev, void *addr, size_t size)
     return ON_DEVICE(rt, dev, rt->fn.mem_unmap(addr, size));
 }
 
-/* The owning device's own access; peers get theirs through be_vmm_peer_access. */
-static int be_vmm_set_access(void *ctx, int dev, void *addr, size_t size)
+/* Sets the access of device `who` (-1: the owner itself) to dev's mappings that make up
+ * [addr, addr+size): read-write or none. The descriptor has both runtimes' layout
+ * (ca_rt_access_desc), and the call is made on dev, the memory's owner, as every VMM call is. */
+static int set_access(ca_runtime *rt, int dev, void *addr, size_t size, int who, bool rw)
 {
-    ca_runtime *rt = ctx;
     ca_rt_vmm_desc desc;
-    int prev;
-    if (vmm_enter(rt, dev, &desc, &prev) != 0)
+    int ordinal, prev;
+    if (vmm_enter(rt, dev, &desc, &ordinal, &prev) != 0)
         return CA_ERR_BACKEND;
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size, desc.access, 1)));
+    ca_rt_access_desc access = {.location = {CA_RT_LOCATION_DEVICE, who < 0 ? ordinal : who},
+                                .flags = rw ? CA_RT_ACCESS_READWRITE : CA_RT_ACCESS_NONE};
+    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size, &access, 1)));
     leave_device(rt, prev);
     return to_status(rt, e);
 }
 
+/* The owning device's own access. */
+static int be_vmm_set_access(void *ctx, int dev, void *addr, size_t size)
+{
+    return set_access(ctx, dev, addr, size, -1, true);
+}
+
 /* A program's cudaDeviceEnablePeerAccess does not reach mapped memory (FBGEMM pull request
- * 1875 is PyTorch's users working around that): the arena passes it on, with the peer's own
- * descriptor, made on dev (the memory's owner) as every VMM call is. */
+ * 1875 is PyTorch's users working around that): the arena passes it on. */
 static int be_vmm_peer_access(void *ctx, int dev, void *addr, size_t size, int peer, bool on)
 {
-    ca_runtime *rt = ctx;
-    ca_rt_vmm_desc own, theirs;
-    int prev;
-    if (vmm_enter(rt, dev, &own, &prev) != 0)
-        return CA_ERR_BACKEND;
-    rt->vmm_desc(peer, &theirs);
-    ca_rt_err e = noted(rt, dev, REAL(rt->fn.mem_set_access(addr, size,
-                                                          on ? theirs.access : theirs.no_access,
-                                                          1)));
-    leave_device(rt, prev);
-    return to_status(rt, e);
+    return set_access(ctx, dev, addr, size, peer, on);
 }
 
 int ca_backend_has_vmm(const ca_runtime *rt)

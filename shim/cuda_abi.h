@@ -42,8 +42,6 @@ typedef unsigned int cuabi_capture_enum;
 #define CUABI_VMM_VERSION 10020
 #define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define CUABI_MEM_LOCATION_TYPE_DEVICE 1
-#define CUABI_MEM_ACCESS_FLAGS_PROT_NONE 0
-#define CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
 typedef unsigned long long cuabi_mem_handle;
 typedef struct cuabi_mem_location {
     int type, id;

@@ -18,19 +18,13 @@ static ca_rt_err drv_get_last_error(void)
 
 static int drv_resolve(ca_runtime *rt);
 
-/* Pinned memory on device `ordinal`, read-write for it (or no access, for a peer's). */
+/* Pinned memory on device `ordinal`. */
 static void drv_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
 {
     cuabi_mem_prop prop = {.type = CUABI_MEM_ALLOCATION_TYPE_PINNED,
                            .location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
-    cuabi_access_desc access = {.location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal},
-                                .flags = CUABI_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    _Static_assert(sizeof prop <= sizeof out->prop && sizeof access <= sizeof out->access,
-                   "VMM structures fit the descriptor");
+    _Static_assert(sizeof prop <= sizeof out->prop, "the property fits the descriptor");
     memcpy(out->prop, &prop, sizeof prop);
-    memcpy(out->access, &access, sizeof access);
-    access.flags = CUABI_MEM_ACCESS_FLAGS_PROT_NONE;
-    memcpy(out->no_access, &access, sizeof access);
 }
 
 ca_runtime ca_drv_rt = {

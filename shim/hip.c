@@ -57,19 +57,13 @@ static const ca_rt_sym hip_syms[] = {
     {0, NULL, 0},
 };
 
-/* Pinned memory on device `ordinal`, read-write for it (or no access, for a peer's). */
+/* Pinned memory on device `ordinal`. */
 static void hip_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
 {
     hipabi_mem_prop prop = {.type = HIPABI_MEM_ALLOCATION_TYPE_PINNED,
                             .location = {HIPABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
-    hipabi_access_desc access = {.location = {HIPABI_MEM_LOCATION_TYPE_DEVICE, ordinal},
-                                 .flags = HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    _Static_assert(sizeof prop <= sizeof out->prop && sizeof access <= sizeof out->access,
-                   "VMM structures fit the descriptor");
+    _Static_assert(sizeof prop <= sizeof out->prop, "the property fits the descriptor");
     memcpy(out->prop, &prop, sizeof prop);
-    memcpy(out->access, &access, sizeof access);
-    access.flags = HIPABI_MEM_ACCESS_FLAGS_PROT_NONE;
-    memcpy(out->no_access, &access, sizeof access);
 }
 
 static ca_runtime hip_rt;

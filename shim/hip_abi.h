@@ -37,8 +37,6 @@ struct hipMemAllocationProp;
 struct hipMemAccessDesc;
 #define HIPABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define HIPABI_MEM_LOCATION_TYPE_DEVICE 1
-#define HIPABI_MEM_ACCESS_FLAGS_PROT_NONE 0
-#define HIPABI_MEM_ACCESS_FLAGS_PROT_READWRITE 3
 typedef struct hipabi_mem_location {
     int type, id;
 } hipabi_mem_location;
@@ -50,10 +48,6 @@ typedef struct hipabi_mem_prop {
     unsigned short usage;
     void *win32_handle_meta_data;
 } hipabi_mem_prop;
-typedef struct hipabi_access_desc {
-    hipabi_mem_location location;
-    int flags;
-} hipabi_access_desc;
 
 #define HIPABI_VMM(X)                                                                         \
     X(hipMemAddressReserve, (void **ptr, size_t size, size_t alignment, void *addr,           \

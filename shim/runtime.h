@@ -90,14 +90,24 @@ typedef struct ca_rt_fns {
     ca_rt_err (*stream_end_capture)(void *stream, void **graph);
 } ca_rt_fns;
 
-/* A runtime's allocation property and access descriptor for pinned device memory of one device
- * with read-write access, in its own layout (CUmemAllocationProp is 32 bytes, CUmemAccessDesc
- * 12; the HIP forms the same). */
+/* A runtime's allocation property for pinned device memory of one device, in its own layout
+ * (CUmemAllocationProp is 32 bytes; HIP's orders its fields otherwise). */
 typedef struct ca_rt_vmm_desc {
     _Alignas(8) unsigned char prop[64];
-    _Alignas(8) unsigned char access[32];
-    _Alignas(8) unsigned char no_access[32]; /* the same device, no access: a peer's revoked */
 } ca_rt_vmm_desc;
+
+/* An access descriptor, which CUDA (CUmemAccessDesc) and HIP (hipMemAccessDesc) lay out alike,
+ * with the same constants: abi_check_cuda.c and abi_check_hip.c prove both against the real
+ * headers, so one builder (backend.c) serves both doors. */
+typedef struct ca_rt_access_desc {
+    struct {
+        int type, id;
+    } location;
+    int flags;
+} ca_rt_access_desc;
+#define CA_RT_LOCATION_DEVICE 1
+#define CA_RT_ACCESS_NONE 0
+#define CA_RT_ACCESS_READWRITE 3
 
 /* Where a real function lives in ca_rt_fns and what the runtime calls it. */
 typedef struct ca_rt_sym {
@@ -132,7 +142,7 @@ typedef struct ca_runtime {
     void *per_thread_stream;     /* handle meaning the calling thread's default stream      */
     unsigned stream_nonblocking; /* the flag bit of a non-blocking stream                  */
     unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
-    void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM structures      */
+    void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM property        */
     int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
 
     /* State, owned by init.c: filled once, then read without locks. */
