@@ -18,13 +18,15 @@ static uint64_t driver_frees(void)
     return sim_counters(0).free_calls;
 }
 
-/* This process's statistics segment, mapped read-write as cachealloc-top maps it. */
+/* This process's statistics segment, mapped read-write as cachealloc-top maps it (in the
+ * test's own CACHEALLOC_SHM_DIR when it names one). */
 static ca_stats_header *segment(void)
 {
-    char name[64];
-    snprintf(name, sizeof name, "/" CA_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(),
-             (int)getpid());
-    int fd = shm_open(name, O_RDWR, 0);
+    char name[512];
+    const char *dir = getenv("CACHEALLOC_SHM_DIR"); /* a file there, else POSIX shm */
+    snprintf(name, sizeof name, "%s/" CA_STATS_NAME_PREFIX "%u.%d", dir ? dir : "",
+             (unsigned)geteuid(), (int)getpid());
+    int fd = dir ? open(name, O_RDWR) : shm_open(name, O_RDWR, 0);
     EXPECT(fd >= 0);
     void *m = mmap(NULL, sizeof(ca_stats_header), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -47,6 +49,7 @@ static int answered(ca_stats_header *h, uint64_t seq)
 int main(int argc, char **argv)
 {
     int monitor = argc > 1 && strcmp(argv[1], "monitor") == 0;
+    gpu_own_stats_dir();
     gpuStream_t s;
     void *buf, *big, *p;
     CHECK(gpuStreamCreate(&s));

@@ -143,7 +143,18 @@ static inline struct simdev_counters sim_counters(int dev)
     return c;
 }
 
+#include <sys/stat.h>
 #include <time.h>
+
+/* The statistics directory the test names (CACHEALLOC_SHM_DIR), made before the cache starts:
+ * a directory of the test's own, so that no other test's ladder asks this process for its
+ * memory. It may exist already. */
+static inline void gpu_own_stats_dir(void)
+{
+    const char *d = getenv("CACHEALLOC_SHM_DIR");
+    if (d != NULL)
+        mkdir(d, 0700);
+}
 
 static inline void sleep_ms(long ms)
 {

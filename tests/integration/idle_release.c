@@ -20,6 +20,7 @@ static uint64_t reserved(void)
 int main(int argc, char **argv)
 {
     bool kept = argc > 1 && strcmp(argv[1], "kept") == 0;
+    gpu_own_stats_dir();
     void *live = NULL, *p = NULL;
     CHECK(gpuMalloc(&live, 4 * MIB));
     CHECK(gpuMemset(live, 0x6B, 4 * MIB));
