@@ -91,7 +91,7 @@ bad-input)
     ;;
 tight)
     script=$2 builddir=$3 trace=$4 preload=$5
-    "$script" --no-build --builddir "$builddir" --preload "$preload" --passes 3 "$trace" >"$tmp/tight.out" 2>"$tmp/tight.err" ||
+    "$script" --no-build --builddir "$builddir" --preload "$preload" --room 8G --passes 3 "$trace" >"$tmp/tight.out" 2>"$tmp/tight.err" ||
         fail "bench-tight.sh: exit status $?: $(cat "$tmp/tight.err")"
     cat "$tmp/tight.out"
     for mode in plain expand; do

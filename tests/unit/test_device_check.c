@@ -2,6 +2,7 @@
  * back, and the check must stop the process (meson expects these to fail); mode "intact"
  * breaks nothing and must pass. Exits 0 where the checks are compiled out, so the broken
  * modes then fail to fail. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,8 +16,11 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "intact";
     fake_device dev;
     ca_backend be;
+    /* The mappings modes run with expandable segments, whose ranges the check walks too. */
+    bool ranges = strncmp(mode, "mappings", 8) == 0 || strcmp(mode, "intact-expandable") == 0;
     ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = CA_REUSE_SAFE,
-                     .release_threshold = UINT64_MAX, .max_split = UINT64_MAX, .quiet = 1};
+                     .release_threshold = UINT64_MAX, .max_split = UINT64_MAX, .quiet = 1,
+                     .expandable = ranges};
     fake_init(&dev, &be, 1024 * MiB);
     ca_arena *a = ca_arena_create(&be, &cfg);
     void *p = NULL, *q = NULL;
@@ -33,6 +37,10 @@ int main(int argc, char **argv)
         d->live.count++;
     else if (strcmp(mode, "bins") == 0)
         d->plain.large.bytes += 512, d->plain.small.bytes += 512;
+    else if (strcmp(mode, "mappings") == 0) /* a mapping said to begin in unmapped memory */
+        for (int i = 0; i < d->nsegs; i++)
+            if (d->segs[i]->expandable && d->segs[i]->holes)
+                ca_range_mark(d->segs[i], d->vmm_page, d->segs[i]->holes->addr, true);
     ca_arena_check(a);
     puts("no broken invariant seen");
     ca_free(a, p, CA_STREAM_LEGACY, CA_API_PLAIN, NULL);
