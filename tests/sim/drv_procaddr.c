@@ -54,6 +54,17 @@ static void versions(void)
     refused("cuMemAlloc_v2", 13000, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND); /* base names only */
 }
 
+/* The shareable-handle calls of virtual memory, at cudaTypedefs.h's versions. */
+static void vmm_sharing(void)
+{
+    expect("cuMemExportToShareableHandle", 10020, 0, "cuMemExportToShareableHandle");
+    expect("cuMemImportFromShareableHandle", 10020, 0, "cuMemImportFromShareableHandle");
+    expect("cuMemImportFromShareableHandle", 13000, 0, "cuMemImportFromShareableHandle");
+    expect("cuMemRetainAllocationHandle", 11000, 0, "cuMemRetainAllocationHandle");
+    expect("cuMemRetainAllocationHandle", 13000, 0, "cuMemRetainAllocationHandle");
+    refused("cuMemRetainAllocationHandle", 10020, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
 static void stream_flags(void)
 {
     /* Each variant at the version cudaTypedefs.h gives it (_ptsz forms began in CUDA 7.0). */
@@ -99,6 +110,7 @@ int main(void)
     driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     CHECK(driver != NULL);
     versions();
+    vmm_sharing();
     stream_flags();
     self_lookup();
     /* What the lookup gave before cuInit works after it. */

@@ -5,7 +5,12 @@
  *   data           the round trip, the capacity and the argument checks
  *   before_access  a set into a mapping no device may access yet faults
  *   after_unmap    a copy into an address that was unmapped faults
+ *   share          shareable handles: export, import, retain, and their refusals
  * Run with SIMDEV_MEMORY=64M. */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include "drv_check.h"
 
 #define MiB ((size_t)1 << 20)
@@ -175,6 +180,210 @@ static void after_unmap(void)
     still_faulted();
 }
 
+#define POSIX_FD CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+
+static CUmemGenericAllocationHandle create_shareable(size_t size)
+{
+    CUmemAllocationProp p = prop_on(0);
+    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h = 0;
+    CU_OK(cuMemCreate(&h, size, &p, 0));
+    CHECK(h != 0);
+    return h;
+}
+
+static CUresult import_fd(CUmemGenericAllocationHandle *h, int fd)
+{
+    return cuMemImportFromShareableHandle(h, (void *)(uintptr_t)fd, POSIX_FD);
+}
+
+/* Maps h over all of a fresh reservation of `size` bytes, read-write. */
+static CUdeviceptr map_rw(CUmemGenericAllocationHandle h, size_t size)
+{
+    CUdeviceptr p = reserve(size);
+    CU_OK(cuMemMap(p, size, 0, h, 0));
+    CU_OK(set_access(p, size, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    return p;
+}
+
+/* Exported memory imported again: both handles' mappings show the same bytes, and the import
+ * costs no capacity. */
+static void share_round_trip(void)
+{
+    enum { N = 64 * 1024 };
+    static unsigned char pat[N], pat2[N], back[N];
+    for (int i = 0; i < N; i++) {
+        pat[i] = (unsigned char)(i * 13 + 5);
+        pat2[i] = (unsigned char)(i * 3 + 101);
+    }
+    struct simdev_counters c0 = sim_counters(0);
+    size_t f0 = free_memory();
+    CUmemGenericAllocationHandle h = create_shareable(G);
+    CHECK_EQ(free_memory(), f0 - G);
+    CUdeviceptr a = map_rw(h, G);
+    CU_OK(cuMemcpyHtoD(a + G - N, pat, N)); /* the end: the whole handle is shared */
+
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(fd >= 0);
+    CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    CUmemGenericAllocationHandle h2 = 0;
+    CU_OK(import_fd(&h2, fd));
+    CHECK(h2 != 0 && h2 != h);
+    CHECK(fcntl(fd, F_GETFD) >= 0); /* still the caller's */
+    CHECK_EQ(close(fd), 0);         /* and the import does not need it */
+    CHECK_EQ(free_memory(), f0 - G); /* the exporter's memory, counted once */
+
+    CUdeviceptr b = map_rw(h2, G);
+    CHECK_EQ(free_memory(), f0 - G);
+    CU_OK(cuMemcpyDtoH(back, b + G - N, N));
+    CHECK(memcmp(back, pat, N) == 0);
+    CU_OK(cuMemcpyHtoD(b, pat2, N));
+    CU_OK(cuMemcpyDtoH(back, a, N));
+    CHECK(memcmp(back, pat2, N) == 0);
+    CU_OK(cuMemsetD8(a + N, 0x5A, 16));
+    CU_OK(cuMemcpyDtoH(back, b + N, 16));
+    for (int i = 0; i < 16; i++)
+        CHECK_EQ(back[i], 0x5A);
+
+    /* A retain anywhere inside the imported mapping finds the imported handle. */
+    CUmemGenericAllocationHandle r = 0;
+    CU_OK(cuMemRetainAllocationHandle(&r, (void *)(b + G / 2 + 4096)));
+    CHECK_EQ(r, h2);
+    CU_OK(cuMemRelease(r));
+
+    /* The exporter's side goes first: the import keeps the bytes. */
+    CU_OK(cuMemUnmap(a, G));
+    CU_OK(cuMemRelease(h));
+    CHECK_EQ(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemcpyDtoH(back, b, N));
+    CHECK(memcmp(back, pat2, N) == 0);
+    CU_OK(cuMemUnmap(b, G));
+    CU_OK(cuMemRelease(h2));
+    CHECK_EQ(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(free_memory(), f0);
+    CU_OK(cuMemAddressFree(a, G));
+    CU_OK(cuMemAddressFree(b, G));
+    struct simdev_counters c = sim_counters(0);
+    CHECK_EQ(c.vmm_creates - c0.vmm_creates, 1);
+    CHECK_EQ(c.vmm_exports - c0.vmm_exports, 1);
+    CHECK_EQ(c.vmm_imports - c0.vmm_imports, 1);
+    CHECK_EQ(c.vmm_releases - c0.vmm_releases, 3);
+    CHECK_EQ(c.reserved_bytes, c0.reserved_bytes);
+}
+
+/* Retains find the mapping holding any address and add a reference that a release drops. */
+static void retain(void)
+{
+    unsigned char buf[256], back[256];
+    memset(buf, 0x3C, sizeof buf);
+    size_t f0 = free_memory();
+    CUdeviceptr base = reserve(3 * G);
+    CUmemGenericAllocationHandle h1 = create(G), h2 = create(G), r = 0;
+    CU_OK(cuMemMap(base, G, 0, h1, 0));
+    CU_OK(cuMemMap(base + G, G, 0, h2, 0));
+    CU_OK(set_access(base, 2 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    CU_OK(cuMemRetainAllocationHandle(&r, (void *)(base + G + 12345)));
+    CHECK_EQ(r, h2); /* the second of two mapped handles, as an H100 answers */
+    r = 0;
+    CU_OK(cuMemRetainAllocationHandle(&r, (void *)base));
+    CHECK_EQ(r, h1);
+    CU_OK(cuMemRelease(r));
+    CU_OK(cuMemRelease(h1));
+
+    /* Creation and retain: two releases, and a third is refused. */
+    CU_OK(cuMemRelease(h2));
+    CU_OK(cuMemRelease(h2));
+    CHECK_EQ(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(free_memory(), f0 - 2 * G); /* still mapped */
+    CU_OK(cuMemcpyHtoD(base + G, buf, sizeof buf));
+    CU_OK(cuMemcpyDtoH(back, base + G, sizeof back));
+    CHECK(memcmp(back, buf, sizeof buf) == 0);
+    /* A retain names the memory again: the same handle value comes back. */
+    r = 0;
+    CU_OK(cuMemRetainAllocationHandle(&r, (void *)(base + 2 * G - 1)));
+    CHECK_EQ(r, h2);
+    CU_OK(cuMemRelease(r));
+    CHECK_EQ(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+
+    CHECK_EQ(cuMemRetainAllocationHandle(&r, (void *)(base + 2 * G)), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemRetainAllocationHandle(&r, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemRetainAllocationHandle(&r, &r), CUDA_ERROR_INVALID_VALUE); /* host memory */
+    CHECK_EQ(cuMemRetainAllocationHandle(NULL, (void *)base), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemUnmap(base, 2 * G));
+    CHECK_EQ(free_memory(), f0);
+    CHECK_EQ(cuMemRetainAllocationHandle(&r, (void *)base), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAddressFree(base, 3 * G));
+}
+
+static void share_refusals(void)
+{
+    CUmemAllocationProp p = prop_on(0);
+    CUmemGenericAllocationHandle h = 0, s = create_shareable(G);
+    int fd = -1;
+    static const int unsupported[] = {CU_MEM_HANDLE_TYPE_WIN32, CU_MEM_HANDLE_TYPE_WIN32_KMT,
+                                      CU_MEM_HANDLE_TYPE_FABRIC, 3};
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+        p.requestedHandleTypes = (CUmemAllocationHandleType)unsupported[i];
+        CHECK_EQ(cuMemCreate(&h, G, &p, 0), CUDA_ERROR_NOT_SUPPORTED);
+    }
+
+    /* Export: only a live handle created with the type, to the type, without flags. */
+    h = create(G);
+    CHECK_EQ(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+             CUDA_ERROR_INVALID_VALUE); /* as an H100 answers */
+    CU_OK(cuMemRelease(h));
+    CHECK_EQ(cuMemExportToShareableHandle(&fd, s, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemExportToShareableHandle(&fd, s, CU_MEM_HANDLE_TYPE_FABRIC, 0),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemExportToShareableHandle(NULL, s, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(fd, -1);
+
+    /* Import: only a descriptor of exported memory, of the POSIX type. */
+    CU_OK(cuMemExportToShareableHandle(&fd, s, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK_EQ(cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_WIN32),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(import_fd(NULL, fd), CUDA_ERROR_INVALID_VALUE);
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    CHECK(null_fd >= 0);
+    CHECK_EQ(import_fd(&h, null_fd), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(close(null_fd), 0);
+    CHECK_EQ(import_fd(&h, null_fd), CUDA_ERROR_INVALID_VALUE); /* closed */
+    CHECK_EQ(import_fd(&h, -1), CUDA_ERROR_INVALID_VALUE);
+    int pipe_fd[2];
+    CHECK_EQ(pipe(pipe_fd), 0);
+    CHECK_EQ(import_fd(&h, pipe_fd[0]), CUDA_ERROR_INVALID_VALUE);
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    int other = memfd_create("simdevice-vmm", MFD_CLOEXEC); /* the process's own memfd's name */
+    CHECK(other >= 0 && ftruncate(other, (off_t)G) == 0);
+    CHECK_EQ(import_fd(&h, other), CUDA_ERROR_INVALID_VALUE);
+    close(other);
+    other = memfd_create("simdevice-vmm-share.1", MFD_CLOEXEC); /* a device this one lacks */
+    CHECK(other >= 0 && ftruncate(other, (off_t)G) == 0);
+    CHECK_EQ(import_fd(&h, other), CUDA_ERROR_INVALID_VALUE);
+    close(other);
+
+    /* A released export still imports: the descriptor holds the memory. */
+    CU_OK(cuMemRelease(s));
+    CHECK_EQ(cuMemExportToShareableHandle(&other, s, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+             CUDA_ERROR_INVALID_VALUE);
+    CU_OK(import_fd(&h, fd));
+    close(fd);
+    CU_OK(cuMemRelease(h));
+}
+
+static void share(void)
+{
+    share_round_trip();
+    retain();
+    share_refusals();
+    CHECK_EQ(sim_counters(0).faults, 0);
+}
+
 static void data(void)
 {
     granularity();
@@ -190,6 +399,7 @@ int main(int argc, char **argv)
     drv_use_primary(0);
     static const struct sim_case cases[] = {
         {"data", data}, {"before_access", before_access}, {"after_unmap", after_unmap},
+        {"share", share},
     };
     return sim_run_case("drv_vmm", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -27,6 +27,8 @@ struct simdev_counters {
     uint64_t vmm_releases;        /* successful cuMemRelease/hipMemRelease of its handles */
     uint64_t maps;                /* mappings of its handles made by cuMemMap/hipMemMap */
     uint64_t unmaps;              /* mappings of its handles removed by cuMemUnmap/hipMemUnmap */
+    uint64_t vmm_exports;         /* successful cuMemExportToShareableHandle of its handles */
+    uint64_t vmm_imports;         /* successful cuMemImportFromShareableHandle of its memory */
 };
 
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);

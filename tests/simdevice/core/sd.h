@@ -140,10 +140,23 @@ int sd_vmm_reserve(void **ptr, size_t size, size_t alignment, uintptr_t hint);
  * is not one or still holds mappings. */
 int sd_vmm_free(void *ptr, size_t size);
 /* Creates `size` bytes (a granularity multiple) of physical memory on device `dev`, counted
- * against its capacity until released and unmapped everywhere; SD_ENOMEM beyond capacity. */
-int sd_vmm_create(uint64_t *handle, size_t size, int dev);
-/* Drops the creation reference of a handle; its memory goes with its last mapping.
- * SD_EINVAL for a handle that is not live. */
+ * against its capacity until released and unmapped everywhere; SD_ENOMEM beyond capacity.
+ * `shareable`: it may be exported to other processes (sd_vmm_export). */
+int sd_vmm_create(uint64_t *handle, size_t size, int dev, int shareable);
+/* Stores a new descriptor (the caller's to close) through which another process, or this one,
+ * imports a shareable handle's memory. SD_EINVAL for a null out, a handle that is not live or
+ * one not created shareable. */
+int sd_vmm_export(int *fd, uint64_t handle);
+/* A new handle to the memory an exported descriptor names (the caller keeps `fd`), on the
+ * exporter's device and not counted against this process's capacity. SD_EINVAL for a null
+ * out or a descriptor that is not an export of a device this process has. */
+int sd_vmm_import(uint64_t *handle, int fd);
+/* The handle of the mapping holding ptr, with one more reference that sd_vmm_release drops.
+ * SD_EINVAL for a null out or an address in no mapping. */
+int sd_vmm_retain(uint64_t *handle, void *ptr);
+/* Drops one reference of a handle (its creation, import or a retain); after the last the handle
+ * no longer names the memory, which goes with its last mapping. SD_EINVAL for a handle that
+ * is not live. */
 int sd_vmm_release(uint64_t handle);
 /* Maps [offset, offset+size) of a handle at ptr, inside one reservation and over no mapping;
  * the range stays inaccessible until sd_vmm_set_access. */

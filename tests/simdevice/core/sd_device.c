@@ -168,6 +168,8 @@ static void add(struct simdev_counters *t, const struct simdev_counters *c)
     t->vmm_releases += c->vmm_releases;
     t->maps += c->maps;
     t->unmaps += c->unmaps;
+    t->vmm_exports += c->vmm_exports;
+    t->vmm_imports += c->vmm_imports;
 }
 
 int sd_get_counters(int device, struct simdev_counters *out)
@@ -194,7 +196,7 @@ static void write_counters(FILE *f, const char *prefix, const struct simdev_coun
     W(malloc_async_calls); W(free_async_calls); W(device_syncs); W(faults);
     W(invalid_frees); W(reserved_bytes); W(peak_reserved_bytes); W(oom);
     W(events_recorded); W(stream_waits); W(injected_faults);
-    W(vmm_creates); W(vmm_releases); W(maps); W(unmaps);
+    W(vmm_creates); W(vmm_releases); W(maps); W(unmaps); W(vmm_exports); W(vmm_imports);
 #undef W
 }
 

@@ -93,18 +93,59 @@ int sd_vmm_free(void *ptr, size_t size)
     return end(rc, "vmm_free", p);
 }
 
-int sd_vmm_create(uint64_t *handle, size_t size, int dev)
+int sd_vmm_create(uint64_t *handle, size_t size, int dev, int shareable)
 {
     int rc = begin(!handle || !size || !granular(size), bad_device(dev), sd_cfg.vmm_create_us);
     if (rc)
         return rc;
     struct vmm_phys *ph = NULL;
-    rc = vmm_phys_new(&sd_dev[dev], size, &ph);
+    rc = vmm_phys_new(&sd_dev[dev], size, shareable != 0, &ph);
     if (!rc) {
         sd_dev[dev].c.vmm_creates++;
         *handle = (uint64_t)(uintptr_t)ph;
     }
     return end(rc, "vmm_create", (uintptr_t)ph);
+}
+
+/* Export and import are unmeasured: they cost what a creation does. */
+int sd_vmm_export(int *fd, uint64_t handle)
+{
+    int rc = begin(!fd, false, sd_cfg.vmm_create_us);
+    if (rc)
+        return rc;
+    struct vmm_phys *ph = vmm_phys_of(handle);
+    rc = ph ? vmm_phys_export(ph, fd) : SD_EINVAL;
+    if (!rc)
+        sd_dev[ph->dev].c.vmm_exports++;
+    return end(rc, "vmm_export", (uintptr_t)handle);
+}
+
+int sd_vmm_import(uint64_t *handle, int fd)
+{
+    int rc = begin(!handle || fd < 0, false, sd_cfg.vmm_create_us);
+    if (rc)
+        return rc;
+    struct vmm_phys *ph = NULL;
+    rc = vmm_phys_import(fd, &ph);
+    if (!rc) {
+        sd_dev[ph->dev].c.vmm_imports++;
+        *handle = (uint64_t)(uintptr_t)ph;
+    }
+    return end(rc, "vmm_import", (uintptr_t)ph);
+}
+
+/* Unmeasured: it costs what a release does. */
+int sd_vmm_retain(uint64_t *handle, void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    int rc = begin(!handle, false, sd_cfg.vmm_release_us);
+    if (rc)
+        return rc;
+    struct vmm_span *m = sd_vmm_holds(p) ? vmm_containing(&sd_vmm_mappings, p) : NULL;
+    rc = m ? vmm_phys_retain(m->phys) : SD_EINVAL;
+    if (!rc)
+        *handle = (uint64_t)(uintptr_t)m->phys;
+    return end(rc, "vmm_retain", p);
 }
 
 int sd_vmm_release(uint64_t handle)
@@ -217,9 +258,9 @@ void sd_vmm_drop_device(struct sd_device *d)
         ph->maps--;
         vmm_cut(t, i, 1);
     }
+    /* Created, retained and imported alike; a handle's own memfd is closed with it. */
     for (struct vmm_phys *ph; (ph = vmm_phys_first_of(d));) {
-        if (!ph->released)
-            vmm_phys_release(ph);
+        vmm_phys_forget(ph);
         vmm_phys_put(ph);
     }
 }

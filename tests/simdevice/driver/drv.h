@@ -38,6 +38,9 @@ typedef struct {
     void *win32_meta;
     unsigned char alloc_flags[8];
 } CUmemAllocationProp;
+/* The handle types of requested_handle_types and the shareable-handle calls: Linux has only
+ * the POSIX descriptor (an int) without IMEX. */
+enum { CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1 };
 
 /* CUipcMemHandle: 64 opaque bytes, passed by value. */
 typedef struct { char reserved[SD_IPC_HANDLE_SIZE]; } CUipcMemHandle;

@@ -39,7 +39,9 @@ API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     return drv_ret(sd_vmm_free((void *)ptr, size));
 }
 
-/* Creates physical memory on the property's device, counted against its capacity. */
+/* Creates physical memory on the property's device, counted against its capacity. The only
+ * handle type Linux offers without IMEX is the POSIX descriptor (Win32 handles are Windows',
+ * fabric handles need IMEX): anything else is not supported. */
 API CUresult cuMemCreate(uint64_t *handle, size_t size, const CUmemAllocationProp *prop,
                          unsigned long long flags)
 {
@@ -47,14 +49,50 @@ API CUresult cuMemCreate(uint64_t *handle, size_t size, const CUmemAllocationPro
     int dev = prop_device(prop);
     if (flags || dev < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return drv_ret(sd_vmm_create(handle, size, dev));
+    int types = prop->requested_handle_types;
+    if (types != 0 && types != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return drv_ret(sd_vmm_create(handle, size, dev, types != 0));
 }
 
-/* Releases a handle; its memory goes with its last mapping. */
+/* Releases one reference of a handle (creation, import or retain); its memory goes with the
+ * last one and its last mapping. */
 API CUresult cuMemRelease(uint64_t handle)
 {
     DRV_TRY(drv_enter());
     return drv_ret(sd_vmm_release(handle));
+}
+
+/* Writes a new descriptor (an int, the caller's to close) of memory created with the POSIX
+ * descriptor type. Every refusal is CUDA_ERROR_INVALID_VALUE, as an H100 answers a handle
+ * created without the type. */
+API CUresult cuMemExportToShareableHandle(void *shareable, uint64_t handle, int type,
+                                          unsigned long long flags)
+{
+    DRV_TRY(drv_enter());
+    if (flags || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_vmm_export(shareable, handle));
+}
+
+/* A new handle to the memory an exported descriptor names, passed as (void *)(uintptr_t)fd;
+ * the caller keeps its descriptor. */
+API CUresult cuMemImportFromShareableHandle(uint64_t *handle, void *os_handle, int type)
+{
+    DRV_TRY(drv_enter());
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    intptr_t fd = (intptr_t)os_handle;
+    if (fd < 0 || fd > INT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_ret(sd_vmm_import(handle, (int)fd));
+}
+
+/* The handle of the mapping holding addr (any address inside it), with one more reference. */
+API CUresult cuMemRetainAllocationHandle(uint64_t *handle, void *addr)
+{
+    DRV_TRY(drv_enter());
+    return drv_ret(sd_vmm_retain(handle, addr));
 }
 
 /* Maps a handle into a reservation, inaccessible until cuMemSetAccess; flags must be 0. */

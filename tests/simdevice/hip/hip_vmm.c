@@ -45,7 +45,7 @@ API hipError_t hipMemCreate(void **handle, size_t size, const struct hip_mem_all
     if (flags || dev < 0)
         return hip_ret(SD_EINVAL);
     uint64_t h = 0;
-    int rc = sd_vmm_create(handle ? &h : NULL, size, dev);
+    int rc = sd_vmm_create(handle ? &h : NULL, size, dev, 0);
     if (!rc)
         *handle = (void *)(uintptr_t)h;
     return hip_ret(rc);
