@@ -41,6 +41,14 @@ _Static_assert(offsetof(CUmemAccessDesc, location.id) == offsetof(cuabi_access_d
 _Static_assert(offsetof(CUmemAccessDesc, flags) == offsetof(cuabi_access_desc, flags),
                "CUmemAccessDesc.flags");
 _Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "location type");
+_Static_assert(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED ==
+                   CUABI_DEVICE_ATTRIBUTE_POSIX_FD_SUPPORTED,
+               "the attribute of file-descriptor exports");
+_Static_assert(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR == CA_RT_HANDLE_POSIX_FD,
+               "the file-descriptor handle type");
+_Static_assert(sizeof(CUipcMemHandle) == CUABI_IPC_HANDLE_SIZE, "CUipcMemHandle size");
+_Static_assert(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == CUABI_IPC_LAZY_ENABLE_PEER_ACCESS,
+               "the lazy peer access flag");
 _Static_assert(CU_STREAM_NON_BLOCKING == CUABI_STREAM_NON_BLOCKING, "CU_STREAM_NON_BLOCKING");
 _Static_assert(CU_EVENT_DISABLE_TIMING == CUABI_EVENT_DISABLE_TIMING, "CU_EVENT_DISABLE_TIMING");
 _Static_assert(CU_GET_PROC_ADDRESS_LEGACY_STREAM == CUABI_GPA_LEGACY, "legacy lookup flag");

@@ -20,6 +20,8 @@ HIPABI_VMM(CA_SAME_PROTO)
 _Static_assert(__builtin_types_compatible_p(hipMemGenericAllocationHandle_t, hipabi_mem_handle_t),
                "hipMemGenericAllocationHandle_t");
 _Static_assert(sizeof(hipMemAllocationProp) == sizeof(hipabi_mem_prop), "hipMemAllocationProp");
+_Static_assert(hipMemHandleTypePosixFileDescriptor == CA_RT_HANDLE_POSIX_FD,
+               "the file-descriptor handle type");
 _Static_assert(offsetof(hipMemAllocationProp, compressionType) ==
                offsetof(hipabi_mem_prop, compression_type), "prop.compressionType");
 _Static_assert(offsetof(hipMemAllocationProp, location) == offsetof(hipabi_mem_prop, location),

@@ -303,6 +303,24 @@ static int be_vmm_peer_access(void *ctx, int dev, void *addr, size_t size, int p
     return set_access(ctx, dev, addr, size, peer, on);
 }
 
+int ca_backend_export_fd(ca_runtime *rt, int dev, void *addr)
+{
+    const ca_rt_fns *f = &rt->fn;
+    if (!f->mem_retain_handle || !f->mem_export_handle || !f->mem_release)
+        return -1;
+    int prev = enter_device(rt, dev);
+    void *h = NULL;
+    int fd = -1;
+    if (REAL(f->mem_retain_handle(&h, addr)) == rt->codes.success) {
+        if (REAL(f->mem_export_handle(&fd, h, CA_RT_HANDLE_POSIX_FD, 0)) != rt->codes.success)
+            fd = -1;
+        ca_rt_err e = REAL(f->mem_release(h)); /* the retain's reference; the mapping keeps its own */
+        (void)e;
+    }
+    leave_device(rt, prev);
+    return fd;
+}
+
 int ca_backend_has_vmm(const ca_runtime *rt)
 {
     const ca_rt_fns *f = &rt->fn;

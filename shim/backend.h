@@ -16,4 +16,8 @@ void ca_backend_make(ca_runtime *rt, ca_backend *be);
 /* Whether rt has every virtual memory call expandable segments need. */
 int ca_backend_has_vmm(const ca_runtime *rt);
 
+/* A new file descriptor of the driver handle mapped at addr, memory of arena device dev, for
+ * another process to import (the caller closes it); -1 when the driver will not export it. */
+int ca_backend_export_fd(ca_runtime *rt, int dev, void *addr);
+
 #endif

@@ -24,7 +24,15 @@ typedef struct CUstream_st *cuabi_stream_t;
 typedef struct CUctx_st *cuabi_context_t;
 typedef struct CUmemPoolHandle_st *cuabi_mempool_t;
 struct CUmemAccessDesc_st;
-struct CUipcMemHandle_st;
+/* CUipcMemHandle, passed by value to cuIpcOpenMemHandle; cuda.h defines the same struct where
+ * abi_check_cuda.c includes both. */
+#define CUABI_IPC_HANDLE_SIZE 64
+#define CUABI_IPC_LAZY_ENABLE_PEER_ACCESS 0x1u
+#ifndef CUDA_VERSION
+struct CUipcMemHandle_st {
+    char reserved[CUABI_IPC_HANDLE_SIZE];
+};
+#endif
 typedef struct CUgraph_st *cuabi_graph_t;
 /* CUstreamCaptureMode and CUstreamCaptureStatus: enums of non-negative values, compatible with
  * unsigned int under gcc and clang (asserted by abi_check_cuda.c). */
@@ -42,6 +50,7 @@ typedef unsigned int cuabi_capture_enum;
 #define CUABI_VMM_VERSION 10020
 #define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define CUABI_MEM_LOCATION_TYPE_DEVICE 1
+#define CUABI_DEVICE_ATTRIBUTE_POSIX_FD_SUPPORTED 103
 typedef unsigned long long cuabi_mem_handle;
 typedef struct cuabi_mem_location {
     int type, id;
@@ -109,6 +118,13 @@ typedef struct cuabi_access_desc {
       (cuabi_mempool_t pool, size_t minBytesToKeep))                                          \
     X(cuIpcGetMemHandle, "cuIpcGetMemHandle", 4010, CUABI_GPA_LEGACY, cuIpcGetMemHandle,     \
       (struct CUipcMemHandle_st * pHandle, cuabi_deviceptr dptr))                             \
+    X(cuIpcOpenMemHandle, "cuIpcOpenMemHandle", 4010, CUABI_GPA_LEGACY, cuIpcOpenMemHandle,   \
+      (cuabi_deviceptr * pdptr, struct CUipcMemHandle_st handle, unsigned int Flags))         \
+    X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 11000, CUABI_GPA_LEGACY,                   \
+      cuIpcOpenMemHandle, (cuabi_deviceptr * pdptr, struct CUipcMemHandle_st handle,          \
+                           unsigned int Flags))                                               \
+    X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, CUABI_GPA_LEGACY,                     \
+      cuIpcCloseMemHandle, (cuabi_deviceptr dptr))                                            \
     X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
       (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \

@@ -1,6 +1,8 @@
 /* The CUDA driver as the cache's runtime descriptor: the same calling conventions as a runtime
  * (a CUdeviceptr is passed as a pointer is), context slots (driver_ctx.c) in place of devices,
  * and the real functions behind the door's entry points (driver_served.c). */
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,10 +20,38 @@ static ca_rt_err drv_get_last_error(void)
 
 static int drv_resolve(ca_runtime *rt);
 
-/* Pinned memory on device `ordinal`. */
+typedef ca_rt_err (*attribute_fn)(int *value, int attribute, int dev);
+
+/* Whether device `ordinal` can export mapped memory as a file descriptor, asked once. */
+static bool exports_fds(int ordinal)
+{
+    static _Atomic signed char known[64]; /* 0 not asked yet, 1 yes, -1 no */
+    if (ordinal < 0 || ordinal >= 64)
+        return false;
+    signed char k = atomic_load_explicit(&known[ordinal], memory_order_relaxed);
+    if (k == 0) {
+        void *p = ca_drv_lookup("cuDeviceGetAttribute", 2000, CUABI_GPA_LEGACY,
+                                "cuDeviceGetAttribute");
+        attribute_fn get;
+        memcpy(&get, &p, sizeof get);
+        int v = 0;
+        k = get && get(&v, CUABI_DEVICE_ATTRIBUTE_POSIX_FD_SUPPORTED, ordinal) == CUABI_SUCCESS &&
+                    v == 1
+                ? 1
+                : -1;
+        atomic_store_explicit(&known[ordinal], k, memory_order_relaxed);
+    }
+    return k > 0;
+}
+
+/* Pinned memory on device `ordinal`, exportable by a file descriptor where the device allows
+ * it: what another process needs to open the cache's mapped memory (ipc_mapped.c). Asking
+ * costs nothing measurable at creation (docs/gpu.md, finding 11). */
 static void drv_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
 {
     cuabi_mem_prop prop = {.type = CUABI_MEM_ALLOCATION_TYPE_PINNED,
+                           .requested_handle_types =
+                               exports_fds(ordinal) ? CA_RT_HANDLE_POSIX_FD : 0,
                            .location = {CUABI_MEM_LOCATION_TYPE_DEVICE, ordinal}};
     _Static_assert(sizeof prop <= sizeof out->prop, "the property fits the descriptor");
     memcpy(out->prop, &prop, sizeof prop);
@@ -105,6 +135,10 @@ static int drv_resolve(ca_runtime *rt)
     OPT(mem_unmap, VMM("cuMemUnmap"));
     OPT(mem_set_access, VMM("cuMemSetAccess"));
     OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
+    OPT(mem_retain_handle, LOOK("cuMemRetainAllocationHandle", 11000, CUABI_GPA_LEGACY,
+                                "cuMemRetainAllocationHandle"));
+    OPT(mem_export_handle, VMM("cuMemExportToShareableHandle"));
+    OPT(mem_import_handle, VMM("cuMemImportFromShareableHandle"));
     if (!missing)
         OPT(device_ordinal, ca_drv_fn_ptr((void (*)(void))ca_drv_fns_get()->ctx_get_device));
     OPT(stream_is_capturing, LOOK("cuStreamIsCapturing", 10000, CUABI_GPA_LEGACY, "cuStreamIsCapturing"));

@@ -76,6 +76,12 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_unmap)(void *ptr, size_t size);
     ca_rt_err (*mem_set_access)(void *ptr, size_t size, const void *desc, size_t count);
     ca_rt_err (*mem_get_granularity)(size_t *granularity, const void *prop, int option);
+    /* Optional: mapped memory shared with another process (ipc_mapped.c) by a POSIX file
+     * descriptor, handle type 1 in both runtimes. */
+    ca_rt_err (*mem_retain_handle)(void **handle, void *addr);
+    ca_rt_err (*mem_export_handle)(void *shareable, void *handle, int type,
+                                   unsigned long long flags);
+    ca_rt_err (*mem_import_handle)(void **handle, void *os_handle, int type);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
     /* Optional, HIP's door: the program's peer access calls, which it wraps (the CUDA door
@@ -108,6 +114,8 @@ typedef struct ca_rt_access_desc {
 #define CA_RT_LOCATION_DEVICE 1
 #define CA_RT_ACCESS_NONE 0
 #define CA_RT_ACCESS_READWRITE 3
+/* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, hipMemHandleTypePosixFileDescriptor. */
+#define CA_RT_HANDLE_POSIX_FD 1
 
 /* Where a real function lives in ca_rt_fns and what the runtime calls it. */
 typedef struct ca_rt_sym {

@@ -188,11 +188,26 @@ typedef struct ca_place {
     size_t seg_size;
     int expandable;  /* a reserved range mapped page by page, not one driver allocation */
     uintptr_t block; /* the block holding the address, and whether the program holds it */
+    size_t size;     /* that block's size as it occupies the segment (rounded) */
     int live;
 } ca_place;
 
 /* Finds the segment holding ptr: 1 with *out filled, 0 when no segment of the arena holds it. */
 int ca_locate(ca_arena *a, const void *ptr, ca_place *out);
+
+/* One driver mapping's share of a block of an expandable range: the pages [addr, addr+size)
+ * and where they lie in the mapping's handle (handle_offset bytes from its start). */
+typedef struct ca_piece {
+    uintptr_t addr;
+    size_t size;
+    size_t handle_offset;
+} ca_piece;
+
+/* The pieces of the mappings that cover the pages of the live block starting at `block` of an
+ * expandable range, `size` bytes (ca_place's size), in address order: their count, 0 when no
+ * such live block is there any more, -1 when it takes more than max pieces. What another
+ * process needs to map the same memory, page for page. */
+int ca_mapped_pieces(ca_arena *a, uintptr_t block, size_t size, ca_piece *out, int max);
 
 /* The program created stream s on dev (nonblocking: it does not synchronize with the legacy
  * stream). The first extra stream of a device switches it from the single-stream fast path

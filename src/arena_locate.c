@@ -27,6 +27,7 @@ static bool place_in(ca_arena *a, ca_device *d, void *ctx)
     const ca_block *b = block_at(seg, q->addr);
     *q->out = (ca_place){.dev = d->id, .seg_base = seg->base, .seg_size = seg->size,
                          .expandable = seg->expandable, .block = b ? b->addr : 0,
+                         .size = b ? b->size : 0,
                          .live = b && b->state == BLOCK_ALLOC &&
                                  !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)};
     return true;
@@ -36,4 +37,52 @@ int ca_locate(ca_arena *a, const void *ptr, ca_place *out)
 {
     search q = {(uintptr_t)ptr, out};
     return ca_for_each_device_locked(a, place_in, &q) >= 0;
+}
+
+typedef struct pieces {
+    uintptr_t block;
+    size_t size;
+    ca_piece *out;
+    int max, n;
+} pieces;
+
+/* Under the device lock, so that no mapping of the range changes meanwhile. A live block's
+ * pages are all mapped; a mapping begins at a page whose start bit is set and runs until the
+ * next such page (ca_range_boundary), so the bits alone say which handle holds each page. */
+static bool pieces_in(ca_arena *a, ca_device *d, void *ctx)
+{
+    (void)a;
+    pieces *q = ctx;
+    const ca_segment *seg = ca_segment_find(d, q->block);
+    if (!seg)
+        return false;
+    const ca_block *b = block_at(seg, q->block);
+    if (!seg->expandable || !b || b->addr != q->block || b->size != q->size ||
+        b->state != BLOCK_ALLOC || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED))
+        return true; /* q->n stays 0: not the live block that was exported */
+    size_t page = d->vmm_page;
+    uintptr_t first = seg->base + (b->addr - seg->base) / page * page;
+    uintptr_t end = seg->base + (b->addr + b->size - seg->base + page - 1) / page * page;
+    uintptr_t map_start = first;
+    while (map_start > seg->base && !ca_range_boundary(seg, page, map_start))
+        map_start -= page;
+    for (uintptr_t at = first; at < end;) {
+        uintptr_t next = at + page;
+        while (next < end && !ca_range_boundary(seg, page, next))
+            next += page;
+        if (q->n == q->max) {
+            q->n = -1;
+            return true;
+        }
+        q->out[q->n++] = (ca_piece){at, next - at, at - map_start};
+        map_start = next;
+        at = next;
+    }
+    return true;
+}
+
+int ca_mapped_pieces(ca_arena *a, uintptr_t block, size_t size, ca_piece *out, int max)
+{
+    pieces q = {block, size, out, max, 0};
+    return ca_for_each_device_locked(a, pieces_in, &q) >= 0 ? q.n : 0;
 }

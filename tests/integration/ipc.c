@@ -10,7 +10,8 @@
  * Mode "ucx" follows UCX's cuda_ipc transport (and CUDA-aware MPI over it): the range of a
  * small block is queried, the range's base exported, and the importer reads and writes at the
  * base plus the block's offset. Under the cache the base is the segment's, which another block
- * starts: the export must work and the importer see the block's own bytes. */
+ * starts: the export must work and the importer see the block's own bytes.
+ * With IPC_ALL_EXPORTED set (the cache with expandable segments) no export may be refused. */
 #include "gpu_ipc.h"
 #include "ipc_peer.h"
 
@@ -153,6 +154,8 @@ int main(int argc, char **argv)
 #ifdef GPU_HIP
     EXPECT(!refused); /* ROCm's handle carries the block's offset: nothing to refuse */
 #endif
+    /* Expandable segments: every live block exports, as the cache's record. */
+    EXPECT(!refused || getenv("IPC_ALL_EXPORTED") == NULL);
     /* A block made after the first export is exportable whatever the first answer was. */
     CHECK(gpuMalloc(&c, SIZE));
     fill(c, 30);

@@ -91,6 +91,34 @@ static void test_grows_by_one_mapping_per_growth(void **state)
     assert_exact(f);
 }
 
+/* What another process must map to see a block: the pages covering it, each with where it lies
+ * in its mapping's handle, a block spanning two growths in two pieces. */
+static void test_mapped_pieces_follow_the_mappings(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 3 * MiB, NULL, CA_API_PLAIN); /* a's tail page and a new one */
+    ca_piece pc[4];
+    uintptr_t ua = (uintptr_t)a;
+    ca_place at, bt;
+    assert_int_equal(ca_locate(f->a, a, &at), 1);
+    assert_int_equal(ca_locate(f->a, b + 100, &bt), 1);
+    assert_true(bt.expandable && bt.live && bt.block == (uintptr_t)b && bt.size == 3 * MiB);
+    assert_int_equal(ca_mapped_pieces(f->a, ua, at.size, pc, 4), 1);
+    assert_true(pc[0].addr == ua && pc[0].size == 4 * MiB && pc[0].handle_offset == 0);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 4), 2);
+    assert_true(pc[0].addr == ua + 2 * MiB && pc[0].size == 2 * MiB &&
+                pc[0].handle_offset == 2 * MiB);
+    assert_true(pc[1].addr == ua + 4 * MiB && pc[1].size == 2 * MiB && pc[1].handle_offset == 0);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 1), -1);
+    /* Not a live block's start, not its size, or freed: nothing to map. */
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b + 256, bt.size, pc, 4), 0);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, 2 * MiB, pc, 4), 0);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 4), 0);
+    must_free(f, a, NULL, CA_API_PLAIN);
+}
+
 /* The driver unmaps whole mappings only: free pages of a mapping that still holds a live block
  * stay mapped, and go with the rest of it once that block is freed. */
 static void test_only_whole_mappings_are_unmapped(void **state)
@@ -459,6 +487,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_grows_by_one_mapping_per_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_frees_give_their_mappings_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_small_and_large_blocks_get_their_own_range, setup,
