@@ -23,6 +23,13 @@ _Static_assert(__builtin_types_compatible_p(CUstreamCaptureMode, cuabi_capture_e
                "CUstreamCaptureMode is not unsigned int");
 _Static_assert(__builtin_types_compatible_p(CUstreamCaptureStatus, cuabi_capture_enum),
                "CUstreamCaptureStatus is not unsigned int");
+_Static_assert(__builtin_types_compatible_p(CUpointer_attribute, cuabi_pointer_attribute),
+               "CUpointer_attribute is not unsigned int");
+_Static_assert(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE ==
+                       CUABI_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE &&
+                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR == CUABI_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
+                   CU_POINTER_ATTRIBUTE_RANGE_SIZE == CUABI_POINTER_ATTRIBUTE_RANGE_SIZE,
+               "the pointer attributes the cache answers");
 _Static_assert(CU_STREAM_CAPTURE_STATUS_NONE == 0, "the shim takes status 0 as not capturing");
 _Static_assert(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED == 901 &&
                    CUDA_ERROR_STREAM_CAPTURE_UNJOINED == 904,

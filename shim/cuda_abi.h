@@ -37,6 +37,11 @@ typedef struct CUgraph_st *cuabi_graph_t;
 /* CUstreamCaptureMode and CUstreamCaptureStatus: enums of non-negative values, compatible with
  * unsigned int under gcc and clang (asserted by abi_check_cuda.c). */
 typedef unsigned int cuabi_capture_enum;
+/* CUpointer_attribute, likewise. */
+typedef unsigned int cuabi_pointer_attribute;
+#define CUABI_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE 10u
+#define CUABI_POINTER_ATTRIBUTE_RANGE_START_ADDR 11u
+#define CUABI_POINTER_ATTRIBUTE_RANGE_SIZE 12u
 
 #define CUABI_STREAM_LEGACY_VALUE 0x1
 #define CUABI_STREAM_PER_THREAD_VALUE 0x2
@@ -125,6 +130,14 @@ typedef struct cuabi_access_desc {
                            unsigned int Flags))                                               \
     X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, CUABI_GPA_LEGACY,                     \
       cuIpcCloseMemHandle, (cuabi_deviceptr dptr))                                            \
+    X(cuMemGetAddressRange_v2, "cuMemGetAddressRange", 3020, CUABI_GPA_LEGACY,               \
+      cuMemGetAddressRange_v2, (cuabi_deviceptr * pbase, size_t * psize, cuabi_deviceptr dptr)) \
+    X(cuPointerGetAttribute, "cuPointerGetAttribute", 4000, CUABI_GPA_LEGACY,                 \
+      cuPointerGetAttribute, (void *data, cuabi_pointer_attribute attribute,                  \
+                              cuabi_deviceptr ptr))                                           \
+    X(cuPointerGetAttributes, "cuPointerGetAttributes", 7000, CUABI_GPA_LEGACY,               \
+      cuPointerGetAttributes, (unsigned int numAttributes, cuabi_pointer_attribute *attributes, \
+                               void **data, cuabi_deviceptr ptr))                             \
     X(cuGetProcAddress, "cuGetProcAddress", 11030, CUABI_GPA_LEGACY, cuGetProcAddress,        \
       (const char *symbol, void **pfn, int cudaVersion, uint64_t flags))                      \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, CUABI_GPA_LEGACY, cuGetProcAddress_v2,  \

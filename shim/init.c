@@ -147,6 +147,7 @@ static void open_runtime(ca_runtime *rt)
         ca_backend be;
         ca_backend_make(rt, &be);
         ca_config mine = config; /* the ladder's last rung asks processes of this API */
+        mine.expandable = ca_rt_expandable(rt);
         if (ca_shim_options()->neighbours) {
             mine.neighbours_api = rt->api;
             mine.neighbours_wait_ms = CA_NEIGHBOURS_WAIT_MS;

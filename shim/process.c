@@ -42,3 +42,9 @@ ca_runtime *ca_runtime_by_slot(int slot)
         return NULL;
     return atomic_load(&slots[slot]);
 }
+
+int ca_rt_expandable(const ca_runtime *rt)
+{
+    int e = ca_shim_options()->expandable;
+    return e == CA_EXPANDABLE_AUTO ? rt->expandable_default : e;
+}

@@ -152,6 +152,9 @@ typedef struct ca_runtime {
     unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
     void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM property        */
     int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
+    /* Expandable segments when CACHEALLOC_EXPANDABLE is auto: on where the door exports their
+     * blocks to other processes (ipc_mapped.c), since a default must not break IPC. */
+    int expandable_default;
 
     /* State, owned by init.c: filled once, then read without locks. */
     ca_rt_fns fn;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "process.h"
 #include "stats_writer.h"
 #include "verbose.h"
 
@@ -26,11 +27,12 @@ void ca_verbose_start(FILE *out, const ca_runtime *rt, const ca_options *o)
     else if (ca_stats_path(stats, sizeof stats) != 0)
         snprintf(stats, sizeof stats, "unavailable (name too long)");
     char expand[160] = "";
-    if (o->expandable && !ca_backend_has_vmm(rt))
+    int expandable = ca_rt_expandable(rt);
+    if (expandable && !ca_backend_has_vmm(rt))
         snprintf(expand, sizeof expand,
                  "; expandable segments unavailable (the %s has no virtual memory calls): plain "
                  "segments", rt->real_what);
-    else if (o->expandable)
+    else if (expandable)
         snprintf(expand, sizeof expand, "; expandable segments over the %s's virtual memory calls",
                  rt->real_what);
     fprintf(out, "cachealloc %s: serving %s, %s in %s%s%s; %s%s; statistics %s%s\n", CA_VERSION,

@@ -222,7 +222,7 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
 {
     if (ca_quiet(a))
         return NULL;
-    if (a->cfg.expandable) {
+    if (a->cfg.expandable > 0) {
         bool no_room = false;
         ca_block *b = ca_expand_grow(a, d, p, rounded, small, &no_room, driver_failed);
         if (b || no_room) {

@@ -110,7 +110,7 @@ typedef struct ca_config {
     unsigned release_percent;      /* 1..100: threshold as a share of device memory        */
     uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
     uint64_t max_split;            /* blocks at least this large are never split          */
-    int expandable;                /* pools grow by mapping pages into one reserved range */
+    int expandable;                /* >0: pools grow by mapping pages into one reserved range */
     size_t big_align;              /* blocks this large or more start on a multiple of it (a
                                     * power of two); 0: no alignment beyond 512 bytes       */
     int record_alloc_times;        /* keep each block's allocation time (leak report)     */
@@ -189,6 +189,7 @@ typedef struct ca_place {
     int expandable;  /* a reserved range mapped page by page, not one driver allocation */
     uintptr_t block; /* the block holding the address, and whether the program holds it */
     size_t size;     /* that block's size as it occupies the segment (rounded) */
+    size_t requested; /* and as the program asked for it */
     int live;
 } ca_place;
 

@@ -27,7 +27,7 @@ static bool place_in(ca_arena *a, ca_device *d, void *ctx)
     const ca_block *b = block_at(seg, q->addr);
     *q->out = (ca_place){.dev = d->id, .seg_base = seg->base, .seg_size = seg->size,
                          .expandable = seg->expandable, .block = b ? b->addr : 0,
-                         .size = b ? b->size : 0,
+                         .size = b ? b->size : 0, .requested = b ? b->requested : 0,
                          .live = b && b->state == BLOCK_ALLOC &&
                                  !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)};
     return true;

@@ -41,6 +41,9 @@ static const opt_choice reuse_words[] = {
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
+static const opt_choice expandable_words[] = {
+    {"auto", CA_EXPANDABLE_AUTO}, {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0},
+    {"on", 1}, {"no", 0}, {"yes", 1}, {NULL, 0}};
 static const opt_choice leak_words[] = {
     {"0", CA_LEAK_OFF}, {"1", CA_LEAK_ON}, {"stacks", CA_LEAK_STACKS},
     {"false", CA_LEAK_OFF}, {"true", CA_LEAK_ON}, {"off", CA_LEAK_OFF}, {"on", CA_LEAK_ON},
@@ -70,8 +73,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     /* At or below the 20 MiB mid-size segment, every such segment would be unsplittable. */
     [OPT_MAX_SPLIT] = {PREFIX "MAX_SPLIT", "max_split", K_SIZE, NULL, 20 * MiB + 1,
                        "a size above 20M: 32M, 1G, 1T", "unlimited"},
-    [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, bool_words, 0, BOOL_ACCEPTED,
-                        "0"},
+    [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, expandable_words, 0,
+                        "auto, " BOOL_ACCEPTED, "auto"},
     [OPT_THREAD_CACHE] = {PREFIX "THREAD_CACHE", "thread_cache", K_CHOICE, bool_words, 0,
                           BOOL_ACCEPTED, "1"},
     [OPT_STATS] = {PREFIX "STATS", "stats", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
@@ -150,6 +153,7 @@ void ca_options_defaults(ca_options *o) {
     o->reuse = CA_REUSE_SAFE;
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
+    o->expandable = CA_EXPANDABLE_AUTO;
     o->thread_cache = 1;
     o->stats = 1;
     o->neighbours = 1;

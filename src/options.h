@@ -14,6 +14,9 @@
 
 typedef enum ca_leak_mode { CA_LEAK_OFF = 0, CA_LEAK_ON = 1, CA_LEAK_STACKS = 2 } ca_leak_mode;
 
+/* CACHEALLOC_EXPANDABLE unset or "auto": each door decides (ca_rt_expandable). */
+#define CA_EXPANDABLE_AUTO (-1)
+
 typedef struct ca_options {
     ca_pool_kind pool;          /* CACHEALLOC_POOL=split|binned|none        (split)   */
     ca_reuse_kind reuse;        /* CACHEALLOC_REUSE=safe|stream             (safe)    */
@@ -23,7 +26,7 @@ typedef struct ca_options {
     unsigned release_percent;   /*   set instead for "N%"                             */
     uint64_t prealloc_bytes;    /* CACHEALLOC_PREALLOC=size                 (0)       */
     uint64_t max_split;         /* CACHEALLOC_MAX_SPLIT=size                (UINT64_MAX: split all) */
-    int expandable;             /* CACHEALLOC_EXPANDABLE=0|1                (0)       */
+    int expandable;             /* CACHEALLOC_EXPANDABLE=auto|0|1           (auto)    */
     int thread_cache;           /* CACHEALLOC_THREAD_CACHE=0|1              (1)       */
     int stats;                  /* CACHEALLOC_STATS=0|1                     (1)       */
     int neighbours;             /* CACHEALLOC_NEIGHBOURS=0|1                (1)       */

@@ -11,6 +11,7 @@
  * small block is queried, the range's base exported, and the importer reads and writes at the
  * base plus the block's offset. Under the cache the base is the segment's, which another block
  * starts: the export must work and the importer see the block's own bytes.
+ * Mode "ucx-far" does the same with a block far into what the driver allocated or mapped.
  * With IPC_ALL_EXPORTED set (the cache with expandable segments) no export may be refused. */
 #include "gpu_ipc.h"
 #include "ipc_peer.h"
@@ -93,6 +94,56 @@ static int ucx_pattern(void)
     return 0;
 }
 
+/* UCX's pattern where the block lies far into what the driver allocated or mapped: a 16 MiB
+ * block freed into the cache, then blocks of 2, 4 and 2 MiB carved from it; the last one's
+ * range is queried and exported. With expandable segments the 16 MiB were one driver
+ * mapping, so the driver's range of the last block is that mapping, whose base starts the
+ * first block: the cache must answer the block itself. */
+static int ucx_far(void)
+{
+    void *x = NULL, *a = NULL, *fill_block = NULL, *b = NULL, *base = NULL;
+    size_t size = 0;
+    CHECK(gpuMalloc(&x, 16 << 20));
+    CHECK(gpuFree(x));
+    CHECK(gpuMalloc(&a, 2 << 20));
+    CHECK(gpuMalloc(&fill_block, 4 << 20));
+    CHECK(gpuMalloc(&b, 2 << 20));
+    fill(a, 10);
+    fill(b, 20);
+    CHECK(gpuMemGetAddressRange(&base, &size, b));
+    size_t offset = (size_t)((char *)b - (char *)base);
+    EXPECT((char *)b >= (char *)base && offset + (2 << 20) <= size);
+#ifdef GPU_DRIVER
+    /* What UCX asks before it picks the IPC lane, and the range by attribute: as the range. */
+    unsigned capable = 0;
+    CUdeviceptr start = 0;
+    size_t n = 0;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[] = {&capable, &start, &n};
+    CHECK(cuPointerGetAttributes(3, which, data, gpu_dptr(b)));
+    printf("ipc: legacy IPC capable %u, range by attribute %s\n", capable,
+           start == gpu_dptr(base) && n == size ? "the same" : "another");
+    capable = 0;
+    CHECK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                gpu_dptr(b)));
+    printf("ipc: legacy IPC capable (one attribute) %u\n", capable);
+#endif
+    gpuIpcMemHandle_t h;
+    CHECK(gpuIpcGetMemHandle(&h, base));
+    char arg[48];
+    snprintf(arg, sizeof arg, "20@%zu", offset);
+    EXPECT(ipc_peer_run("shim", &h, arg, 0) == 0);
+    EXPECT(seed_of(b) == 21);
+    EXPECT(seed_of(a) == 10);
+    CHECK(gpuFree(a));
+    CHECK(gpuFree(fill_block));
+    CHECK(gpuFree(b));
+    puts("ipc: a block far into its driver allocation, exported by its range and read back");
+    return 0;
+}
+
 /* Exports the block at d (pattern `seed`) and has another process check it. Returns 1 when
  * the export was refused with the documented code and last error. */
 static int export_checked(void *d, int seed, int plain_importer)
@@ -140,6 +191,8 @@ int main(int argc, char **argv)
         return device_full_after_export();
     if (argc > 1 && strcmp(argv[1], "ucx") == 0)
         return ucx_pattern();
+    if (argc > 1 && strcmp(argv[1], "ucx-far") == 0)
+        return ucx_far();
     int plain_importer = argc > 1 && strcmp(argv[1], "plain") == 0;
     void *a = NULL, *b = NULL, *c = NULL, *big = NULL;
     CHECK(gpuMalloc(&a, SIZE));

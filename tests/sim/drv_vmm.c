@@ -6,6 +6,8 @@
  *   before_access  a set into a mapping no device may access yet faults
  *   after_unmap    a copy into an address that was unmapped faults
  *   share          shareable handles: export, import, retain, and their refusals
+ *   ranges         address queries: cuMemGetAddressRange and the pointer attributes, as an
+ *                  H100 answers them for mapped memory and for cuMemAlloc memory
  * Run with SIMDEV_MEMORY=64M. */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -393,13 +395,146 @@ static void data(void)
     CHECK_EQ(sim_counters(0).faults, 0);
 }
 
+#define RW CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+
+static unsigned long long attr(CUpointer_attribute a, CUdeviceptr p)
+{
+    unsigned long long v = 0;
+    CU_OK(cuPointerGetAttribute(&v, a, p));
+    return v;
+}
+
+/* What an H100 (driver 580) answers, docs/simdevice.md: cuMemGetAddressRange and the MAPPING
+ * attributes name the one mapping holding the address, the RANGE attributes its reservation;
+ * mapped memory has no context and is not fit for legacy IPC; an unmapped address is unknown
+ * memory, save that cuPointerGetAttributes still gives its reservation as the range. */
+static void mapped_ranges(void)
+{
+    CUdeviceptr base = reserve(3 * G);
+    CU_OK(cuMemMap(base, G, 0, create(G), 0));
+    CU_OK(cuMemMap(base + G, 2 * G, 0, create(2 * G), 0));
+    CU_OK(set_access(base, 3 * G, RW));
+    CUdeviceptr b = 0;
+    size_t n = 0;
+    CU_OK(cuMemGetAddressRange(&b, &n, base + 100));
+    CHECK_EQ(b, base);
+    CHECK_EQ(n, G);
+    CU_OK(cuMemGetAddressRange(&b, &n, base + 3 * MiB));
+    CHECK_EQ(b, base + G);
+    CHECK_EQ(n, 2 * G);
+
+    CUdeviceptr p = base + 3 * MiB;
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, p), base + G);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MAPPING_SIZE, p), 2 * G);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p), base);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_RANGE_SIZE, p), 3 * G);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p), CU_MEMORYTYPE_DEVICE);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p), 0);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p), p);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MAPPED, p), 1);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_IS_MANAGED, p), 0);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_CONTEXT, p), 0);
+    /* A 32-bit boolean: the upper half of a wider variable stays as it was. */
+    unsigned long long legacy = ~0ull;
+    CU_OK(cuPointerGetAttribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p));
+    CHECK_EQ(legacy, 0xFFFFFFFF00000000ull);
+
+    CUpointer_attribute as[] = {CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+                                CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+                                CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                CU_POINTER_ATTRIBUTE_MAPPED};
+    CUdeviceptr map_base = 0, range_start = 0;
+    size_t map_size = 0, range_size = 0;
+    unsigned ipc = 7, type = 0, mapped = 0;
+    void *data[] = {&map_base, &map_size, &range_start, &range_size, &ipc, &type, &mapped};
+    CU_OK(cuPointerGetAttributes(7, as, data, base + 100));
+    CHECK_EQ(map_base, base);
+    CHECK_EQ(map_size, G);
+    CHECK_EQ(range_start, base);
+    CHECK_EQ(range_size, 3 * G);
+    CHECK_EQ(ipc, 0);
+    CHECK_EQ(type, CU_MEMORYTYPE_DEVICE);
+    CHECK_EQ(mapped, 1);
+
+    /* Unmapped: unknown memory, as an H100 answers, though cuPointerGetAttributes still
+     * names the reservation. The first mapping answers as before. */
+    CU_OK(cuMemUnmap(base + G, 2 * G));
+    CHECK_EQ(cuMemGetAddressRange(&b, &n, p), CUDA_ERROR_NOT_FOUND);
+    unsigned long long v;
+    CHECK_EQ(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, p),
+             CUDA_ERROR_INVALID_VALUE);
+    ipc = 7;
+    type = mapped = 9;
+    CU_OK(cuPointerGetAttributes(7, as, data, p));
+    CHECK_EQ(map_base, 0);
+    CHECK_EQ(map_size, 0);
+    CHECK_EQ(range_start, base);
+    CHECK_EQ(range_size, 3 * G);
+    CHECK_EQ(ipc, 0);
+    CHECK_EQ(type, 0);
+    CHECK_EQ(mapped, 0);
+    CU_OK(cuMemGetAddressRange(&b, &n, base + G - 1));
+    CHECK_EQ(b, base);
+    CHECK_EQ(n, G);
+    CU_OK(cuMemUnmap(base, G));
+    CHECK_EQ(cuMemGetAddressRange(&b, &n, base), CUDA_ERROR_NOT_FOUND);
+    CU_OK(cuMemAddressFree(base, 3 * G));
+    CU_OK(cuPointerGetAttributes(7, as, data, base));
+    CHECK_EQ(range_start, 0); /* no reservation left: nothing at all */
+    CHECK_EQ(range_size, 0);
+}
+
+/* cuMemAlloc memory: the allocation is the range, its 2 MiB large pages the mapping (an H100
+ * answered 4 MiB for 3 MiB and 1000 bytes), and it is what legacy IPC exports. */
+static void alloc_ranges(void)
+{
+    CUcontext ctx = NULL;
+    CU_OK(cuCtxGetCurrent(&ctx));
+    const size_t size = 3 * MiB + 1000;
+    CUdeviceptr d = 0, b = 0;
+    size_t n = 0;
+    CU_OK(cuMemAlloc(&d, size));
+    CUdeviceptr p = d + 100;
+    CU_OK(cuMemGetAddressRange(&b, &n, p));
+    CHECK_EQ(b, d);
+    CHECK_EQ(n, size);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p), 1);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, p), d);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MAPPING_SIZE, p), 2 * G);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p), d);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_RANGE_SIZE, p), size);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_CONTEXT, p), (uintptr_t)ctx);
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p), CU_MEMORYTYPE_DEVICE);
+    CU_OK(cuMemFree(d));
+
+    /* Pinned host memory is no legacy IPC memory either. */
+    void *h = NULL;
+    CU_OK(cuMemHostAlloc(&h, 4096, 0));
+    CHECK_EQ(attr(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, (CUdeviceptr)h), 0);
+    CU_OK(cuMemFreeHost(h));
+}
+
+static void ranges(void)
+{
+    mapped_ranges();
+    alloc_ranges();
+    CHECK_EQ(sim_counters(0).faults, 0);
+}
+
 int main(int argc, char **argv)
 {
     drv_begin();
     drv_use_primary(0);
     static const struct sim_case cases[] = {
         {"data", data}, {"before_access", before_access}, {"after_unmap", after_unmap},
-        {"share", share},
+        {"share", share}, {"ranges", ranges},
     };
     return sim_run_case("drv_vmm", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -73,7 +73,7 @@ static void test_defaults(void **state) {
     assert_int_equal(o.release_percent, 0);
     assert_true(o.prealloc_bytes == 0);
     assert_true(o.max_split == UINT64_MAX);
-    assert_int_equal(o.expandable, 0);
+    assert_int_equal(o.expandable, CA_EXPANDABLE_AUTO);
     assert_int_equal(o.stats, 1);
     assert_int_equal(o.leak_check, CA_LEAK_OFF);
     assert_string_equal(o.trace_path, "");
@@ -154,6 +154,7 @@ static void test_choices(void **state) {
         {"CACHEALLOC_EXPANDABLE=1", offsetof(ca_options, expandable), 1},
         {"CACHEALLOC_EXPANDABLE=yes", offsetof(ca_options, expandable), 1},
         {"CACHEALLOC_EXPANDABLE=off", offsetof(ca_options, expandable), 0},
+        {"CACHEALLOC_EXPANDABLE=Auto", offsetof(ca_options, expandable), CA_EXPANDABLE_AUTO},
         {"CACHEALLOC_LEAK_CHECK=0", offsetof(ca_options, leak_check), CA_LEAK_OFF},
         {"CACHEALLOC_LEAK_CHECK=1", offsetof(ca_options, leak_check), CA_LEAK_ON},
         {"CACHEALLOC_LEAK_CHECK=on", offsetof(ca_options, leak_check), CA_LEAK_ON},
@@ -280,7 +281,7 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_MAX_SPLIT=512K", "(unlimited)");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=0", "is too small");
     expect_one_warning("CACHEALLOC_EXPANDABLE=2", "CACHEALLOC_EXPANDABLE=2 is not an accepted value");
-    expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (0)");
+    expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (auto)");
     expect_one_warning("CACHEALLOC_STATS=2", "CACHEALLOC_STATS=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_STATS=", "CACHEALLOC_STATS is empty");
     expect_one_warning("CACHEALLOC_LEAK_CHECK=stack", "(0)");
@@ -479,7 +480,7 @@ static void test_to_config(void **state) {
     assert_true(c.limit_bytes == 0);
     assert_true(c.release_threshold == UINT64_MAX);
     assert_true(c.max_split == UINT64_MAX);
-    assert_int_equal(c.expandable, 0);
+    assert_int_equal(c.expandable, CA_EXPANDABLE_AUTO);
     assert_int_equal(c.record_alloc_times, 0);
     assert_int_equal(c.record_stacks, 0);
 

@@ -79,6 +79,20 @@ int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **h
 int sd_stream_owner(void *stream, void **owner);
 /* The device allocation holding p: its start and requested size; SD_EINVAL when none does. */
 int sd_alloc_range(const void *p, void **base, size_t *size);
+/* What the CUDA driver's address queries answer for p, as an H100 answers them
+ * (docs/simdevice.md). In a device allocation: `base`/`size` (cuMemGetAddressRange) and
+ * `range_*` (the RANGE attributes) are the allocation, `map_*` (the MAPPING attributes) it
+ * rounded up to the 2 MiB large page. In VMM memory: base/size and map_* are the one mapping
+ * holding p, range_* the reservation holding it, which an unmapped reserved address has too.
+ * Sizes are 0 where nothing holds p. */
+struct sd_addr_query {
+    uintptr_t base, range_base, map_base;
+    size_t size, range_size, map_size;
+    int legacy_ipc; /* cuIpcGetMemHandle may export the memory: sd_malloc's only */
+    int vmm;        /* p lies in a VMM mapping */
+};
+/* Fills q for p; SD_EINVAL when no allocation or mapping holds p (base and size are 0). */
+int sd_addr_query(const void *p, struct sd_addr_query *q);
 
 /* kind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default. `wait` makes it a synchronous copy. */
 int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait);

@@ -57,6 +57,14 @@ struct sd_alloc {
 
 enum { SD_IPC_EXPORTED = 1, SD_IPC_IMPORTED = 2 };
 
+/* Whether a is memory of sd_malloc, the only kind cuIpcGetMemHandle exports: not pool, graph,
+ * VMM (never in a device's table) or imported memory. A pending free aside, which refuses an
+ * export but does not change what the memory is. */
+static inline bool sd_ipc_exportable(const struct sd_alloc *a)
+{
+    return !a->async && !a->pool && a->ipc != SD_IPC_IMPORTED;
+}
+
 struct sd_table {
     struct sd_alloc *v;
     size_t n, cap;
@@ -140,6 +148,9 @@ bool sd_vmm_holds(uintptr_t p);
 struct sd_device *sd_vmm_dev_of(uintptr_t p);
 /* Whether p lies in a VMM mapping, accessible or not. */
 bool sd_vmm_mapped(uintptr_t p);
+/* The start and size of the VMM mapping (`mapping`) or reservation holding p; false when none
+ * does. */
+bool sd_vmm_span_of(uintptr_t p, bool mapping, uintptr_t *base, size_t *size);
 /* NULL when device `dev` may touch [p, p+n) of the VMM region (write it when `write`), else
  * why not, for the fault line. */
 const char *sd_vmm_refusal(uintptr_t p, size_t n, int dev, bool write);

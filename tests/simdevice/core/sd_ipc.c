@@ -97,7 +97,7 @@ int sd_ipc_export(const void *p, void *handle, int with_offset)
     struct sd_alloc *a = d ? sd_table_find_containing(&d->allocs, (uintptr_t)p) : NULL;
     /* Only memory of sd_malloc can be exported: pool, VMM and imported memory cannot, as
      * cuIpcGetMemHandle refuses cuMemAllocAsync and cuMemCreate memory. */
-    if (!a || a->async || a->pool || a->free_pending || a->ipc == SD_IPC_IMPORTED)
+    if (!a || !sd_ipc_exportable(a) || a->free_pending)
         rc = SD_EINVAL;
     else if (a->ipc != SD_IPC_EXPORTED)
         rc = share(d, a);

@@ -1,8 +1,9 @@
-/* sd_owner.c: what a driver context owns, and where an allocation begins. The driver front tags
- * allocations and streams with the thread's current context (sd_set_owner) so that destroying or
- * resetting a context frees exactly its own memory, as a GPU driver does, and never another
- * context's on the same device. */
-#include "sd_internal.h"
+/* sd_owner.c: what a driver context owns, where an allocation begins, and what the driver's
+ * address queries answer for an address (its allocation, VMM mapping or reservation). The driver
+ * front tags allocations and streams with the thread's current context (sd_set_owner) so that
+ * destroying or resetting a context frees exactly its own memory, as a GPU driver does, and never
+ * another context's on the same device. */
+#include "sd_vmm_internal.h" /* the 2 MiB large page */
 
 int sd_owner_release(int dev, void *owner, int clear_fault)
 {
@@ -42,6 +43,28 @@ int sd_alloc_range(const void *p, void **base, size_t *size)
     }
     pthread_mutex_unlock(&sd_lock);
     return a ? SD_OK : SD_EINVAL;
+}
+
+int sd_addr_query(const void *p, struct sd_addr_query *q)
+{
+    sd_init();
+    *q = (struct sd_addr_query){0};
+    pthread_mutex_lock(&sd_lock);
+    struct sd_device *d = sd_dev_of(p);
+    struct sd_alloc *a = d ? sd_table_find_containing(&d->allocs, (uintptr_t)p) : NULL;
+    if (a) {
+        q->base = q->range_base = q->map_base = a->addr;
+        q->size = q->range_size = a->size;
+        q->map_size = (a->size + SD_VMM_GRANULE - 1) / SD_VMM_GRANULE * SD_VMM_GRANULE;
+        q->legacy_ipc = sd_ipc_exportable(a);
+    } else if (sd_vmm_holds((uintptr_t)p)) {
+        q->vmm = sd_vmm_span_of((uintptr_t)p, true, &q->base, &q->size);
+        q->map_base = q->base;
+        q->map_size = q->size;
+        sd_vmm_span_of((uintptr_t)p, false, &q->range_base, &q->range_size);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    return a || q->vmm ? SD_OK : SD_EINVAL;
 }
 
 int sd_stream_owner(void *stream, void **owner)

@@ -168,6 +168,17 @@ bool sd_vmm_mapped(uintptr_t p)
     return sd_vmm_holds(p) && vmm_containing(&sd_vmm_mappings, p);
 }
 
+bool sd_vmm_span_of(uintptr_t p, bool mapping, uintptr_t *base, size_t *size)
+{
+    struct vmm_spans *t = mapping ? &sd_vmm_mappings : &sd_vmm_reservations;
+    const struct vmm_span *m = sd_vmm_holds(p) ? vmm_containing(t, p) : NULL;
+    if (m) {
+        *base = m->addr;
+        *size = m->size;
+    }
+    return m != NULL;
+}
+
 const char *sd_vmm_refusal(uintptr_t p, size_t n, int dev, bool write)
 {
     const struct vmm_spans *t = &sd_vmm_mappings;

@@ -130,48 +130,65 @@ API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned fla
     return CUDA_SUCCESS;
 }
 
-/* Base and size of the device allocation holding p. */
+/* Base and size of the device allocation holding p; in VMM memory, of the one mapping holding
+ * it, not its reservation (measured on an H100). An address in neither, a reserved but unmapped
+ * one too, is not found, as there. */
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     DRV_TRY(drv_enter_live());
-    void *b;
-    size_t n;
-    if (sd_alloc_range((void *)p, &b, &n) != SD_OK)
+    struct sd_addr_query q;
+    if (sd_addr_query((void *)p, &q) != SD_OK)
         return CUDA_ERROR_NOT_FOUND;
     if (base)
-        *base = (CUdeviceptr)b;
+        *base = (CUdeviceptr)q.base;
     if (size)
-        *size = n;
+        *size = q.size;
     return CUDA_SUCCESS;
 }
 
 enum {
     PA_CONTEXT = 1, PA_MEMORY_TYPE = 2, PA_DEVICE_POINTER = 3, PA_HOST_POINTER = 4,
     PA_SYNC_MEMOPS = 6, PA_BUFFER_ID = 7, PA_IS_MANAGED = 8, PA_DEVICE_ORDINAL = 9,
-    PA_RANGE_START = 11, PA_RANGE_SIZE = 12, PA_MAPPED = 13, PA_MEMPOOL = 17,
+    PA_IS_LEGACY_CUDA_IPC_CAPABLE = 10, PA_RANGE_START = 11, PA_RANGE_SIZE = 12, PA_MAPPED = 13,
+    PA_MEMPOOL = 17, PA_MAPPING_SIZE = 18, PA_MAPPING_BASE = 19,
 };
 enum { MT_HOST = 1, MT_DEVICE = 2 };
 
-/* Writes one attribute of a classified pointer; false for an attribute not modelled. */
-static bool put_attr(void *data, int attr, const void *p, int type, int dev, void *dp, void *hp)
+/* What the attributes say of an address: its class and the ranges holding it. */
+struct ptr {
+    const void *p;
+    int type, dev;
+    void *dp, *hp;
+    struct sd_addr_query q;
+};
+
+static struct ptr classify(CUdeviceptr p)
 {
-    bool known = type != SD_PTR_UNREGISTERED;
-    void *base = NULL;
-    size_t size = 0;
-    if (type == SD_PTR_DEVICE)
-        sd_alloc_range(p, &base, &size);
+    struct ptr r = {.p = (const void *)p};
+    sd_pointer_info(r.p, &r.type, &r.dev, &r.dp, &r.hp);
+    sd_addr_query(r.p, &r.q);
+    return r;
+}
+
+/* Writes one attribute of a classified pointer; false for an attribute not modelled. What an
+ * H100 answers for VMM memory: no context, the reservation as the range, the mapping as the
+ * mapping, no legacy IPC; for cuMemAlloc memory the allocation, its 2 MiB pages as the mapping.
+ * An unknown address in a reservation still has the reservation as its range. */
+static bool put_attr(void *data, int attr, const struct ptr *r)
+{
+    bool known = r->type != SD_PTR_UNREGISTERED;
     switch (attr) {
     case PA_CONTEXT:
-        *(CUcontext *)data = known && dev >= 0 ? drv_primary(dev) : NULL;
+        *(CUcontext *)data = known && r->dev >= 0 && !r->q.vmm ? drv_primary(r->dev) : NULL;
         return true;
     case PA_MEMORY_TYPE:
-        *(unsigned *)data = !known ? 0 : type == SD_PTR_HOST ? MT_HOST : MT_DEVICE;
+        *(unsigned *)data = !known ? 0 : r->type == SD_PTR_HOST ? MT_HOST : MT_DEVICE;
         return true;
     case PA_DEVICE_POINTER:
-        *(void **)data = dp;
+        *(void **)data = r->dp;
         return true;
     case PA_HOST_POINTER:
-        *(void **)data = hp;
+        *(void **)data = r->hp;
         return true;
     /* The "boolean" attributes are 32-bit: what the runtime and programs pass for them. */
     case PA_SYNC_MEMOPS:
@@ -179,19 +196,28 @@ static bool put_attr(void *data, int attr, const void *p, int type, int dev, voi
         *(unsigned *)data = known;
         return true;
     case PA_IS_MANAGED:
-        *(unsigned *)data = type == SD_PTR_MANAGED;
+        *(unsigned *)data = r->type == SD_PTR_MANAGED;
+        return true;
+    case PA_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned *)data = known && r->q.legacy_ipc;
         return true;
     case PA_BUFFER_ID:
-        *(unsigned long long *)data = known ? (unsigned long long)(base ? base : p) : 0;
+        *(unsigned long long *)data = !known ? 0 : r->q.size ? r->q.base : (uintptr_t)r->p;
         return true;
     case PA_DEVICE_ORDINAL:
-        *(int *)data = known ? dev : -2;
+        *(int *)data = known ? r->dev : -2;
         return true;
     case PA_RANGE_START:
-        *(CUdeviceptr *)data = (CUdeviceptr)base;
+        *(CUdeviceptr *)data = r->q.range_base;
         return true;
     case PA_RANGE_SIZE:
-        *(size_t *)data = size;
+        *(size_t *)data = r->q.range_size;
+        return true;
+    case PA_MAPPING_BASE:
+        *(CUdeviceptr *)data = known ? r->q.map_base : 0;
+        return true;
+    case PA_MAPPING_SIZE:
+        *(size_t *)data = known ? r->q.map_size : 0;
         return true;
     case PA_MEMPOOL:
         *(void **)data = NULL;
@@ -208,13 +234,10 @@ API CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
-    int type, dev;
-    void *dp, *hp;
-    sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
-    if (type == SD_PTR_UNREGISTERED)
+    struct ptr r = classify(p);
+    if (r.type == SD_PTR_UNREGISTERED)
         return CUDA_ERROR_INVALID_VALUE;
-    return put_attr(data, attr, (void *)p, type, dev, dp, hp) ? CUDA_SUCCESS
-                                                             : CUDA_ERROR_INVALID_VALUE;
+    return put_attr(data, attr, &r) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Several attributes; unknown addresses get empty values and success, as documented. */
@@ -224,11 +247,9 @@ API CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdevic
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!attrs || !data)
         return CUDA_ERROR_INVALID_VALUE;
-    int type, dev;
-    void *dp, *hp;
-    sd_pointer_info((void *)p, &type, &dev, &dp, &hp);
+    struct ptr r = classify(p);
     for (unsigned i = 0; i < n; i++)
-        if (data[i] && !put_attr(data[i], attrs[i], (void *)p, type, dev, dp, hp))
+        if (data[i] && !put_attr(data[i], attrs[i], &r))
             return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }

@@ -1,0 +1,102 @@
+/* Address queries under the cache. A block of an expandable segment lies in driver mappings
+ * that need not begin or end where it does, so the driver would answer a mapping (one growth,
+ * measured on an H100: docs/gpu.md finding 11) and call the memory unfit for legacy IPC. Code
+ * that exports what it queried, as UCX's cuda_ipc transport does (the range's base exported,
+ * the offset sent), or registers it for RDMA, must see the block as a fresh cudaMalloc of its
+ * size: its start, the size the program asked for, and exportable (the cache exports such a
+ * block as its own record, ipc_mapped.c). Every other address, attribute and outcome is the
+ * driver's; a plain segment keeps the driver's answer too, since its base is what exports. */
+#include <stdint.h>
+
+#include "cuda_abi.h"
+#include "driver_served.h"
+#include "process.h"
+
+/* The live block of an expandable segment holding p: its start and requested size. Only the
+ * arena once it is ready: a query never starts the cache. */
+static bool mapped_block(cuabi_deviceptr p, uintptr_t *start, size_t *size)
+{
+    ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
+    ca_place at;
+    if (rt == NULL || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at) || !at.live ||
+        !at.expandable)
+        return false;
+    *start = at.block;
+    *size = at.requested;
+    return true;
+}
+
+/* Overwrites one attribute the driver answered for a block of an expandable segment. */
+static void answer(void *data, cuabi_pointer_attribute a, uintptr_t start, size_t size)
+{
+    switch (a) {
+    case CUABI_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(cuabi_deviceptr *)data = (cuabi_deviceptr)start;
+        break;
+    case CUABI_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = size;
+        break;
+    case CUABI_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned *)data = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+typedef ca_rt_err (*range_fn)(cuabi_deviceptr *base, size_t *size, cuabi_deviceptr p);
+typedef ca_rt_err (*attr_fn)(void *data, cuabi_pointer_attribute a, cuabi_deviceptr p);
+typedef ca_rt_err (*attrs_fn)(unsigned n, cuabi_pointer_attribute *a, void **data,
+                              cuabi_deviceptr p);
+
+/* The block's range for a block of an expandable segment; the driver's answer otherwise. */
+CA_EXPORT ca_rt_err cuMemGetAddressRange_v2(cuabi_deviceptr *base, size_t *size,
+                                            cuabi_deviceptr p)
+{
+    range_fn real = CA_DRV_REAL(range_fn, I_cuMemGetAddressRange_v2);
+    if (real == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = real(base, size, p);
+    uintptr_t start;
+    size_t n;
+    if (e == CUABI_SUCCESS && mapped_block(p, &start, &n)) {
+        if (base != NULL)
+            *base = (cuabi_deviceptr)start;
+        if (size != NULL)
+            *size = n;
+    }
+    return e;
+}
+
+/* The driver's answer, with the block's range and exportability for a block of an expandable
+ * segment. */
+CA_EXPORT ca_rt_err cuPointerGetAttribute(void *data, cuabi_pointer_attribute a,
+                                          cuabi_deviceptr p)
+{
+    attr_fn real = CA_DRV_REAL(attr_fn, I_cuPointerGetAttribute);
+    if (real == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = real(data, a, p);
+    uintptr_t start;
+    size_t n;
+    if (e == CUABI_SUCCESS && mapped_block(p, &start, &n))
+        answer(data, a, start, n);
+    return e;
+}
+
+/* Several attributes, as cuPointerGetAttribute answers each. */
+CA_EXPORT ca_rt_err cuPointerGetAttributes(unsigned count, cuabi_pointer_attribute *a,
+                                           void **data, cuabi_deviceptr p)
+{
+    attrs_fn real = CA_DRV_REAL(attrs_fn, I_cuPointerGetAttributes);
+    if (real == NULL)
+        return CUABI_ERROR_NOT_FOUND;
+    ca_rt_err e = real(count, a, data, p);
+    uintptr_t start;
+    size_t n;
+    if (e == CUABI_SUCCESS && a != NULL && data != NULL && mapped_block(p, &start, &n))
+        for (unsigned i = 0; i < count; i++)
+            if (data[i] != NULL)
+                answer(data[i], a[i], start, n);
+    return e;
+}
