@@ -449,7 +449,8 @@ replay_cmd() {  # mode trace
     local args="$2 --memset $memset_bytes --passes $passes"
     case $1 in
     plain) echo "env -u LD_PRELOAD $base $replay $args" ;;
-    cache) echo "env $base LD_PRELOAD=$shim $replay $args" ;;
+    # The cache with plain segments (CUDA's default is expandable segments: "expand").
+    cache) echo "env $base CACHEALLOC_EXPANDABLE=0 LD_PRELOAD=$shim $replay $args" ;;
     # The cache with expandable segments: pages mapped into one reserved range per pool.
     expand) echo "env $base CACHEALLOC_EXPANDABLE=1 LD_PRELOAD=$shim $replay $args" ;;
     cub) echo "env -u LD_PRELOAD $base $replay_cub $args" ;;

@@ -81,7 +81,7 @@ ca_runtime ca_drv_rt = {
     .stream_nonblocking = CUABI_STREAM_NON_BLOCKING,
     .event_flags = CUABI_EVENT_DISABLE_TIMING,
     .vmm_desc = drv_vmm_desc,
-    .expandable_default = 0,
+    .expandable_default = 1,
     .slot = CA_RT_CUDA,
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };

@@ -479,8 +479,8 @@ def bench(r, deadline):
         for mode in ("plain", "cache", "expand", "cub"):
             prog = "bench-replay-cub" if mode == "cub" else "bench-replay"
             env = envc if mode in ("cache", "expand") else envp
-            if mode == "expand":
-                env = dict(env, CACHEALLOC_EXPANDABLE="1")
+            if mode in ("cache", "expand"):  # plain segments, or expandable (CUDA's default)
+                env = dict(env, CACHEALLOC_EXPANDABLE="1" if mode == "expand" else "0")
             v = kv([os.path.join(b, prog), tr, "--memset", "8", "--passes", "3"], env, 120)
             if v:
                 replays["%s.%s" % (os.path.basename(tr), mode)] = {

@@ -15,7 +15,7 @@
 
 static uint64_t driver_frees(void)
 {
-    return sim_counters(0).free_calls;
+    return simdev_frees(sim_counters(0));
 }
 
 /* This process's statistics segment, mapped read-write as cachealloc-top maps it (in the

@@ -63,7 +63,7 @@ static inline gpuGraphExec_t gpu_capture_end(gpuStream_t s)
 static inline uint64_t gpu_driver_calls(void)
 {
     struct simdev_counters c = sim_counters(0);
-    return c.malloc_calls + c.free_calls;
+    return simdev_allocs(c) + simdev_frees(c);
 }
 
 #endif

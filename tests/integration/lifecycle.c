@@ -41,9 +41,9 @@ int main(void)
     c = sim_counters(0);
     printf("reserved after reset: %llu\n", (unsigned long long)c.reserved_bytes);
     EXPECT(c.reserved_bytes == 0);
-    uint64_t mallocs = c.malloc_calls;
+    uint64_t mallocs = simdev_allocs(c);
     use_block(64 * MIB, 7); /* the forgotten segment is not handed out: a new one is made */
-    EXPECT(sim_counters(0).malloc_calls == mallocs + 1);
+    EXPECT(simdev_allocs(sim_counters(0)) == mallocs + 1);
 
     pid_t pid = fork();
     EXPECT(pid >= 0);
@@ -52,13 +52,13 @@ int main(void)
         cachealloc_stats st;
         if (cachealloc_get_stats(0, &st) && st.reserved_bytes != 0)
             _exit(2);
-        uint64_t before = sim_counters(0).malloc_calls;
+        uint64_t before = simdev_allocs(sim_counters(0));
         void *q;
-        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || sim_counters(0).malloc_calls != before + 1)
+        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != before + 1)
             _exit(3);
         if (gpuFree(q) != gpuSuccess)
             _exit(4);
-        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || sim_counters(0).malloc_calls != before + 1)
+        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != before + 1)
             _exit(5); /* ... and the child's own cache works */
         _exit(0);
     }

@@ -44,11 +44,11 @@ static inline int loop_check(int iterations)
         return !have || st.alloc_calls == 0 ? 0 : 1;
     }
     printf("%d iterations %s: %llu driver allocations, %llu device synchronizations\n",
-           iterations, cached ? "under the shim" : "plain", (unsigned long long)c.malloc_calls,
+           iterations, cached ? "under the shim" : "plain", (unsigned long long)simdev_allocs(c),
            (unsigned long long)c.device_syncs);
-    if (cached && (c.malloc_calls != 1 || c.device_syncs != 0))
+    if (cached && (simdev_allocs(c) != 1 || c.device_syncs != 0))
         return 1;
-    if (!cached && (c.malloc_calls != (unsigned long long)iterations))
+    if (!cached && (simdev_allocs(c) != (unsigned long long)iterations))
         return 1;
     return 0;
 }

@@ -6,7 +6,7 @@
 
 #define MiB (1u << 20)
 
-static unsigned long long driver_allocs(void) { return sim_counters(-1).malloc_calls; }
+static unsigned long long driver_allocs(void) { return simdev_allocs(sim_counters(-1)); }
 
 int main(int argc, char **argv)
 {

@@ -142,14 +142,14 @@ int main(void)
     for (int r = 0; r < ROUNDS; r++) {
         round_in_both(prim, made, sp, sm, &in_prim, &in_made, r);
         if (r == 1)
-            mallocs = sim_counters(0).malloc_calls;
+            mallocs = simdev_allocs(sim_counters(0));
     }
     /* The later rounds were served from each context's own cache. A round's stream work may
      * still run when the next round allocates, and the budget of pending memory lets the cache
      * grow rather than wait then (docs/arena.md): on a loaded machine that happens now and
      * then, at most once per context and size. A cache that did not reuse would ask 108 times. */
-    EXPECT(sim_counters(0).malloc_calls - mallocs <= 2 * NSIZES);
-    mallocs = sim_counters(0).malloc_calls;
+    EXPECT(simdev_allocs(sim_counters(0)) - mallocs <= 2 * NSIZES);
+    mallocs = simdev_allocs(sim_counters(0));
 
     CHECK(cuCtxSetCurrent(made));
     SERVED(cuStreamDestroy(sm));
@@ -172,7 +172,7 @@ int main(void)
     for (int i = 0; i < NSIZES; i++)
         SERVED(cuMemFree(take(prim, &in_prim, &in_made, sizes[i], NULL)));
     SERVED(cuCtxSynchronize());
-    EXPECT(sim_counters(0).malloc_calls == mallocs);
+    EXPECT(simdev_allocs(sim_counters(0)) == mallocs);
 
     /* A new context is handed none of the destroyed one's blocks. */
     CHECK(cuCtxCreate(&later, NULL, 0, dev));

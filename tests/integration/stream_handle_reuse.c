@@ -33,13 +33,13 @@ int main(void)
     for (int i = 0; i < ROUNDS; i++) {
         int dev = i & 1;
         size_t size = ((size_t)64 << 20) + (size_t)i * (4 << 20);
-        uint64_t here = sim_counters(dev).malloc_calls, there = sim_counters(!dev).malloc_calls;
+        uint64_t here = simdev_allocs(sim_counters(dev)), there = simdev_allocs(sim_counters(!dev));
         /* No counter is read between the two: reading one loads a library. */
         gpuStream_t first = serve_one(dev, size);
         gpuStream_t second = serve_one(!dev, size + (2 << 20));
         reused += first == second;
-        EXPECT(sim_counters(dev).malloc_calls == here + 1);
-        EXPECT(sim_counters(!dev).malloc_calls == there + 1);
+        EXPECT(simdev_allocs(sim_counters(dev)) == here + 1);
+        EXPECT(simdev_allocs(sim_counters(!dev)) == there + 1);
     }
     printf("%d of %d second streams got the handle of the first\n", reused, ROUNDS);
     EXPECT(reused > 0); /* otherwise the test proved nothing */

@@ -31,6 +31,19 @@ struct simdev_counters {
     uint64_t vmm_imports;         /* successful cuMemImportFromShareableHandle of its memory */
 };
 
+/* Driver allocations of both kinds in c: cuMemAlloc/hipMalloc (and, under a caching
+ * allocator, its plain segments) and cuMemCreate/hipMemCreate (growths of mapped memory). */
+static inline uint64_t simdev_allocs(struct simdev_counters c)
+{
+    return c.malloc_calls + c.vmm_creates;
+}
+
+/* Frees likewise: cuMemFree/hipFree, and the mappings cuMemUnmap/hipMemUnmap removed. */
+static inline uint64_t simdev_frees(struct simdev_counters c)
+{
+    return c.free_calls + c.unmaps;
+}
+
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);
 typedef const char *(*simdev_identify_fn)(void);
 
