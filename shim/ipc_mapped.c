@@ -4,8 +4,10 @@
  * bytes: the exporting process, a number drawn when it started serving, the block and its
  * device. A process that opens the record under the cache connects to the exporter's abstract
  * Unix socket and receives a file descriptor of each driver mapping holding the block
- * (SCM_RIGHTS; cuMemExportToShareableHandle), then imports and maps them page for page: the
- * same physical memory at device speed, as the legacy import would give it. A socket, not
+ * (SCM_RIGHTS; cuMemExportToShareableHandle), then imports and maps them whole, back to back
+ * (cuMemMap takes no offset into a handle): the same physical memory at device speed, as the
+ * legacy import would give it, with the rest of those mappings around it as a legacy import
+ * shows the rest of its allocation. A socket, not
  * pidfd_getfd, since that needs ptrace rights that containers and Yama withhold (PyTorch issue
  * 165685). The exporter answers from one thread of its own, started at its first such export,
  * and only to processes of its own user (SO_PEERCRED). */
@@ -52,10 +54,8 @@ typedef struct request {
 typedef struct reply {
     uint32_t status; /* the exporter runtime's code */
     uint32_t count;  /* pieces, and descriptors with them */
-    uint64_t first_offset; /* the block's start from the first piece's */
-    struct {
-        uint64_t size, handle_offset;
-    } piece[MAX_PIECES];
+    uint64_t first_offset; /* the block's start from the first mapping's */
+    uint64_t size[MAX_PIECES]; /* each mapping's, whole: the driver maps a handle whole */
 } reply;
 
 /* The exporter's server; another one after a fork, since its pid differs. */
@@ -99,8 +99,7 @@ static int export_fds(const record *r, reply *out, int *fds)
                 close(fds[i]);
             return 0;
         }
-        out->piece[i].size = pc[i].size;
-        out->piece[i].handle_offset = pc[i].handle_offset;
+        out->size[i] = pc[i].size;
     }
     out->status = rt->codes.success;
     out->count = (uint32_t)n;
@@ -297,7 +296,7 @@ static ca_rt_err map_pieces(ca_runtime *rt, const reply *rp, const int *fds, uin
     ca_rt_err ok = rt->codes.success, e = ok;
     size_t size = 0, mapped = 0;
     for (uint32_t i = 0; i < rp->count; i++)
-        size += rp->piece[i].size;
+        size += rp->size[i];
     void *b = NULL;
     int ordinal = -1;
     if (!f->mem_import_handle || !f->mem_address_reserve || !f->mem_map || !f->mem_release ||
@@ -314,11 +313,11 @@ static ca_rt_err map_pieces(ca_runtime *rt, const reply *rp, const int *fds, uin
         close(fds[i]);
         if (e != ok)
             continue;
-        e = f->mem_map((char *)b + mapped, rp->piece[i].size, rp->piece[i].handle_offset, h, 0);
+        e = f->mem_map((char *)b + mapped, rp->size[i], 0, h, 0);
         ca_rt_err r = f->mem_release(h); /* the mapping holds the memory from here on */
         (void)r;
         if (e == ok)
-            mapped += rp->piece[i].size;
+            mapped += rp->size[i];
     }
     if (e == ok) {
         ca_rt_access_desc a = {.location = {CA_RT_LOCATION_DEVICE, ordinal},

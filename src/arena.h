@@ -196,18 +196,16 @@ typedef struct ca_place {
 /* Finds the segment holding ptr: 1 with *out filled, 0 when no segment of the arena holds it. */
 int ca_locate(ca_arena *a, const void *ptr, ca_place *out);
 
-/* One driver mapping's share of a block of an expandable range: the pages [addr, addr+size)
- * and where they lie in the mapping's handle (handle_offset bytes from its start). */
+/* One driver mapping of an expandable range: [addr, addr+size), one handle. */
 typedef struct ca_piece {
     uintptr_t addr;
     size_t size;
-    size_t handle_offset;
 } ca_piece;
 
-/* The pieces of the mappings that cover the pages of the live block starting at `block` of an
- * expandable range, `size` bytes (ca_place's size), in address order: their count, 0 when no
- * such live block is there any more, -1 when it takes more than max pieces. What another
- * process needs to map the same memory, page for page. */
+/* The whole mappings that hold the live block starting at `block` of an expandable range,
+ * `size` bytes (ca_place's size), in address order: their count, 0 when no such live block is
+ * there any more, -1 when it takes more than max. What another process must map to see the
+ * block: the driver maps a handle whole (cuMemMap's offset must be zero). */
 int ca_mapped_pieces(ca_arena *a, uintptr_t block, size_t size, ca_piece *out, int max);
 
 /* The program created stream s on dev (nonblocking: it does not synchronize with the legacy

@@ -48,7 +48,8 @@ typedef struct pieces {
 
 /* Under the device lock, so that no mapping of the range changes meanwhile. A live block's
  * pages are all mapped; a mapping begins at a page whose start bit is set and runs until the
- * next such page (ca_range_boundary), so the bits alone say which handle holds each page. */
+ * next such page (ca_range_boundary) or the first unmapped block, so the bits and the blocks
+ * alone say which handles hold the block. */
 static bool pieces_in(ca_arena *a, ca_device *d, void *ctx)
 {
     (void)a;
@@ -61,21 +62,25 @@ static bool pieces_in(ca_arena *a, ca_device *d, void *ctx)
         b->state != BLOCK_ALLOC || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED))
         return true; /* q->n stays 0: not the live block that was exported */
     size_t page = d->vmm_page;
-    uintptr_t first = seg->base + (b->addr - seg->base) / page * page;
-    uintptr_t end = seg->base + (b->addr + b->size - seg->base + page - 1) / page * page;
-    uintptr_t map_start = first;
-    while (map_start > seg->base && !ca_range_boundary(seg, page, map_start))
-        map_start -= page;
-    for (uintptr_t at = first; at < end;) {
+    uintptr_t last = seg->base + (b->addr + b->size - 1 - seg->base) / page * page;
+    uintptr_t at = seg->base + (b->addr - seg->base) / page * page;
+    while (at > seg->base && !ca_range_boundary(seg, page, at))
+        at -= page;
+    uintptr_t mapped_end = seg->base + seg->size;
+    for (const ca_block *n = b->next; n; n = n->next)
+        if (n->state == BLOCK_UNMAPPED) {
+            mapped_end = n->addr;
+            break;
+        }
+    while (at <= last) {
         uintptr_t next = at + page;
-        while (next < end && !ca_range_boundary(seg, page, next))
+        while (next < mapped_end && !ca_range_boundary(seg, page, next))
             next += page;
         if (q->n == q->max) {
             q->n = -1;
             return true;
         }
-        q->out[q->n++] = (ca_piece){at, next - at, at - map_start};
-        map_start = next;
+        q->out[q->n++] = (ca_piece){at, next - at};
         at = next;
     }
     return true;

@@ -91,8 +91,8 @@ static void test_grows_by_one_mapping_per_growth(void **state)
     assert_exact(f);
 }
 
-/* What another process must map to see a block: the pages covering it, each with where it lies
- * in its mapping's handle, a block spanning two growths in two pieces. */
+/* What another process must map to see a block: the whole mappings holding it, a block
+ * spanning two growths in two. */
 static void test_mapped_pieces_follow_the_mappings(void **state)
 {
     fixture *f = *state;
@@ -105,11 +105,10 @@ static void test_mapped_pieces_follow_the_mappings(void **state)
     assert_int_equal(ca_locate(f->a, b + 100, &bt), 1);
     assert_true(bt.expandable && bt.live && bt.block == (uintptr_t)b && bt.size == 3 * MiB);
     assert_int_equal(ca_mapped_pieces(f->a, ua, at.size, pc, 4), 1);
-    assert_true(pc[0].addr == ua && pc[0].size == 4 * MiB && pc[0].handle_offset == 0);
+    assert_true(pc[0].addr == ua && pc[0].size == 4 * MiB);
     assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 4), 2);
-    assert_true(pc[0].addr == ua + 2 * MiB && pc[0].size == 2 * MiB &&
-                pc[0].handle_offset == 2 * MiB);
-    assert_true(pc[1].addr == ua + 4 * MiB && pc[1].size == 2 * MiB && pc[1].handle_offset == 0);
+    assert_true(pc[0].addr == ua && pc[0].size == 4 * MiB);
+    assert_true(pc[1].addr == ua + 4 * MiB && pc[1].size == 2 * MiB);
     assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 1), -1);
     /* Not a live block's start, not its size, or freed: nothing to map. */
     assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b + 256, bt.size, pc, 4), 0);
@@ -117,6 +116,30 @@ static void test_mapped_pieces_follow_the_mappings(void **state)
     must_free(f, b, NULL, CA_API_PLAIN);
     assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)b, bt.size, pc, 4), 0);
     must_free(f, a, NULL, CA_API_PLAIN);
+}
+
+/* A mapping followed by an unmapped one ends where that one was: a block's mapping never
+ * runs on into a hole the ladder or a reclaim left. */
+static void test_mapped_pieces_stop_at_a_hole(void **state)
+{
+    fixture *f = *state;
+    char *p[3];
+    for (int i = 0; i < 3; i++)
+        p[i] = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, p[1], NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    assert_int_equal(ca_reclaim(f->a, 0), 2 * MiB);
+    assert_int_equal(fake_mapped(&f->dev, p[1], 2 * MiB), 0);
+    ca_place at;
+    ca_piece pc[4];
+    assert_int_equal(ca_locate(f->a, p[0], &at), 1);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)p[0], at.size, pc, 4), 1);
+    assert_true(pc[0].addr == (uintptr_t)p[0] && pc[0].size == 2 * MiB);
+    assert_int_equal(ca_locate(f->a, p[2], &at), 1);
+    assert_int_equal(ca_mapped_pieces(f->a, (uintptr_t)p[2], at.size, pc, 4), 1);
+    assert_true(pc[0].addr == (uintptr_t)p[2] && pc[0].size == 2 * MiB);
+    must_free(f, p[0], NULL, CA_API_PLAIN);
+    must_free(f, p[2], NULL, CA_API_PLAIN);
 }
 
 /* The driver unmaps whole mappings only: free pages of a mapping that still holds a live block
@@ -488,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_grows_by_one_mapping_per_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_pieces_stop_at_a_hole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_frees_give_their_mappings_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_small_and_large_blocks_get_their_own_range, setup,

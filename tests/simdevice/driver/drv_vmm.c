@@ -95,13 +95,17 @@ API CUresult cuMemRetainAllocationHandle(uint64_t *handle, void *addr)
     return drv_ret(sd_vmm_retain(handle, addr));
 }
 
-/* Maps a handle into a reservation, inaccessible until cuMemSetAccess; flags must be 0. */
+/* Maps a handle into a reservation, inaccessible until cuMemSetAccess; flags must be 0, and
+ * the offset into the handle too ("currently must be zero", cuda.h): an H100 answered a
+ * mapping from 6 MiB into a handle with CUDA_ERROR_NOT_SUPPORTED (docs/gpu.md, finding 14). */
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, uint64_t handle,
                       unsigned long long flags)
 {
     DRV_TRY(drv_enter());
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
+    if (offset)
+        return CUDA_ERROR_NOT_SUPPORTED;
     return drv_ret(sd_vmm_map((void *)ptr, size, offset, handle));
 }
 
