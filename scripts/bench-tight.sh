@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Do no harm near the device's capacity: every trace replayed on a simulated device just large
 # enough for its live peak plus a margin, several passes in one process, plainly (NVIDIA's
-# runtime alone), under the cache's default configuration and with expandable segments. Every
+# runtime alone), under the cache's default configuration (CUDA: expandable segments) and with
+# plain segments. Every
 # request the plain runtime serves must be served. Prints, per trace and mode, the failed
 # allocations of the first pass and of the later ones, and how close the cache came: the
 # allocations its out-of-memory ladder rescued after the device said no, and the mappings it
@@ -79,11 +80,13 @@ for t in "${traces[@]}"; do
     }
     peak=$(val peak_live_bytes "$out")
     mib=$(python3 -c "import math; print(math.ceil($peak * (1 + $margin / 100) / 2**20))")
-    for mode in plain cache expand; do
+    # default: the configuration a user gets (CUDA: expandable segments); segments: plain
+    # segments (CACHEALLOC_EXPANDABLE=0, the default before).
+    for mode in plain default segments; do
         case $mode in
         plain) cmd=("${base[@]}") ;;
-        cache) cmd=("${base[@]}" CACHEALLOC_EXPANDABLE=0 "LD_PRELOAD=$preload") ;;
-        expand) cmd=("${base[@]}" CACHEALLOC_EXPANDABLE=1 "LD_PRELOAD=$preload") ;;
+        default) cmd=("${base[@]}" CACHEALLOC_EXPANDABLE=auto "LD_PRELOAD=$preload") ;;
+        segments) cmd=("${base[@]}" CACHEALLOC_EXPANDABLE=0 "LD_PRELOAD=$preload") ;;
         esac
         cmd+=("SIMDEV_MEMORY=${mib}M" "$replay" "$t" --memset 8 --passes "$passes")
         echo "# ${cmd[*]}" >&2
