@@ -26,6 +26,9 @@ int main(void)
     /* The VMM types the stand-in declares in hip_front.h (its _Static_asserts pin the same). */
     CHECK_EQ(sizeof(hipMemAllocationProp), 32);
     CHECK_EQ(offsetof(hipMemAllocationProp, location), 4);
+    CHECK_EQ(offsetof(hipMemAllocationProp, requestedHandleType), 12);
+    CHECK_EQ(sizeof(hipMemAllocationHandleType), sizeof(int));
+    CHECK_EQ(hipMemHandleTypePosixFileDescriptor, 1);
     CHECK_EQ(offsetof(hipMemAllocationProp, type), 16);
     CHECK_EQ(offsetof(hipMemAllocationProp, win32HandleMetaData), 24);
     CHECK_EQ(sizeof(hipMemLocation), 8);

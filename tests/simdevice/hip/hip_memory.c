@@ -37,19 +37,19 @@ API hipError_t hipFree(void *p) { return hip_ret(sd_free(p)); }
 API hipError_t hipMallocAsync(void **p, size_t n, hipStream_t s) { return hip_ret(sd_malloc_async(p, n, s, 0)); }
 /* Stream-ordered free: takes effect when the stream reaches it. */
 API hipError_t hipFreeAsync(void *p, hipStream_t s) { return hip_ret(sd_free_async(p, s, 0)); }
-/* Base and size of the device allocation holding p; an address in none is an invalid value
- * here (ROCm answers hipErrorNotFound or hipErrorInvalidValue, by release). */
+/* Base and size of the device allocation holding p; in VMM memory, of the one mapping holding
+ * it, not its reservation, as the CUDA stand-in answers (measured there on an H100, not on an
+ * AMD GPU). An address in none, a reserved but unmapped one too, is an invalid value here (ROCm
+ * answers hipErrorNotFound or hipErrorInvalidValue, by release). */
 API hipError_t hipMemGetAddressRange(void **base, size_t *size, void *p)
 {
-    void *b;
-    size_t n;
-    int rc = sd_alloc_range(p, &b, &n);
-    if (rc != SD_OK)
+    struct sd_addr_query q;
+    if (sd_addr_query(p, &q) != SD_OK)
         return hip_ret(SD_EINVAL);
     if (base)
-        *base = b;
+        *base = (void *)q.base;
     if (size)
-        *size = n;
+        *size = q.size;
     return hip_ret(SD_OK);
 }
 /* Free and total memory of the current device. */
