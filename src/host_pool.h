@@ -1,0 +1,77 @@
+/* The cache of page-locked host memory (cudaHostAlloc, cudaMallocHost, hipHostMalloc). Pinning
+ * costs the driver about a millisecond a call and half a millisecond a MiB, unpinning a third of
+ * that (docs/gpu.md finding 12): programs that stage transfers through pinned buffers they
+ * allocate and free in loops pay it every time. Each cached block is one driver allocation,
+ * never split and never shared by two flag sets, so that everything the driver answers about
+ * it (flags, device pointer, memory type) is what a fresh allocation would answer; the size
+ * asked is kept for the range queries the shim answers itself. docs/arena.md, "Pinned host
+ * memory", has the rules and the measurements. */
+#ifndef CACHEALLOC_HOST_POOL_H
+#define CACHEALLOC_HOST_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+
+/* The driver as the host pool sees it. Each returns a ca_status. */
+typedef struct ca_host_backend {
+    void *ctx;
+    /* Pin size bytes with the runtime's flags. CA_ERR_OOM when the driver refuses. */
+    int (*alloc)(void *ctx, size_t size, unsigned flags, void **out);
+    /* Unpin a block alloc made. */
+    int (*release)(void *ctx, void *p);
+    /* Wait until the device work queued before now, in the context `token` names (NULL: the
+     * calling thread's), has completed: what the driver's free of pinned memory does. */
+    int (*wait)(void *ctx, void *token);
+} ca_host_backend;
+
+typedef struct ca_host_config {
+    uint64_t limit_bytes; /* pinned bytes the pool may hold, live and cached; 0: no limit */
+} ca_host_config;
+
+typedef struct ca_host_stats {
+    uint64_t alloc_calls, free_calls; /* served by the pool */
+    uint64_t hits;                    /* served from a cached block */
+    uint64_t driver_alloc_calls, driver_free_calls;
+    uint64_t live_bytes, cached_bytes; /* driver sizes of the blocks held */
+    uint64_t peak_bytes;               /* the most live + cached ever held */
+    uint64_t oom_recoveries;           /* allocations served after the driver said no */
+} ca_host_stats;
+
+typedef struct ca_host_pool ca_host_pool;
+
+/* A new, empty pool over be; NULL when out of memory. */
+ca_host_pool *ca_host_pool_create(const ca_host_backend *be, const ca_host_config *cfg);
+
+/* Unpins every cached block and frees the pool; live blocks stay the program's (and the
+ * driver's, which frees them at exit). */
+void ca_host_pool_destroy(ca_host_pool *hp);
+
+/* A pinned block of at least size bytes with exactly these flags: a cached one when there is
+ * one of its size class, else a new driver allocation. When the driver refuses, every cached
+ * block is unpinned and the allocation tried again, then once more at the exact size. CA_OK;
+ * CA_ERR_OOM (the driver's refusal, or over the limit). size 0 is the caller's to pass on. */
+int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out);
+
+/* Frees a block the pool handed out: waits as the driver's free does (be->wait(token)), then
+ * caches it. CA_ERR_NOT_OURS for an address the pool never handed out (the driver's business);
+ * CA_ERR_INVALID for an address inside a block, or one already freed (the driver's refusal);
+ * when the wait fails, the block goes back to the driver and the wait's status is returned. */
+int ca_host_free(ca_host_pool *hp, void *p, void *token);
+
+/* Whether p lies in a live block: its start and the size the program asked for. */
+bool ca_host_locate(ca_host_pool *hp, const void *p, uintptr_t *start, size_t *size);
+
+/* Unpins cached blocks until at most keep bytes stay cached; the bytes unpinned. */
+uint64_t ca_host_trim(ca_host_pool *hp, uint64_t keep);
+
+/* A snapshot of the counters. */
+void ca_host_get_stats(ca_host_pool *hp, ca_host_stats *out);
+
+/* The size class a request of size bytes is served from: the next power of two, at least a
+ * page (PyTorch's CachingHostAllocator rounds the same way). */
+size_t ca_host_class_size(size_t size);
+
+#endif

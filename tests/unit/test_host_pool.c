@@ -1,0 +1,263 @@
+/* The cache of pinned host memory against a fake driver: reuse by size class and exact flags,
+ * the wait before a freed block is cached, the driver's refusals, the out-of-memory ladder
+ * (cached blocks unpinned, then the exact size), the limit, and the range a live block
+ * answers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "host_pool.h"
+
+#define MiB ((size_t)1 << 20)
+
+/* A fake driver: pins from malloc, refuses past `capacity` pinned bytes, counts its calls. */
+typedef struct fake {
+    size_t capacity, pinned;
+    int allocs, releases, waits;
+    int wait_status;
+    void *token_seen;
+    void *pins[64];
+    size_t sizes[64];
+} fake;
+
+static int fake_alloc(void *ctx, size_t size, unsigned flags, void **out)
+{
+    (void)flags;
+    fake *f = ctx;
+    if (f->capacity && f->pinned + size > f->capacity)
+        return CA_ERR_OOM;
+    void *p = malloc(size);
+    if (!p)
+        return CA_ERR_OOM;
+    for (int i = 0; i < 64; i++)
+        if (!f->pins[i]) {
+            f->pins[i] = p;
+            f->sizes[i] = size;
+            break;
+        }
+    f->pinned += size;
+    f->allocs++;
+    *out = p;
+    return CA_OK;
+}
+
+static int fake_release(void *ctx, void *p)
+{
+    fake *f = ctx;
+    for (int i = 0; i < 64; i++)
+        if (f->pins[i] == p) {
+            f->pinned -= f->sizes[i];
+            f->pins[i] = NULL;
+            f->releases++;
+            free(p);
+            return CA_OK;
+        }
+    fail_msg("release of %p, which the fake never pinned", p);
+    return CA_ERR_INVALID;
+}
+
+static int fake_wait(void *ctx, void *token)
+{
+    fake *f = ctx;
+    f->waits++;
+    f->token_seen = token;
+    return f->wait_status;
+}
+
+typedef struct fixture {
+    fake f;
+    ca_host_pool *hp;
+} fixture;
+
+static int setup_with(void **state, size_t capacity, uint64_t limit)
+{
+    fixture *x = calloc(1, sizeof *x);
+    x->f.capacity = capacity;
+    ca_host_backend be = {&x->f, fake_alloc, fake_release, fake_wait};
+    ca_host_config cfg = {.limit_bytes = limit};
+    x->hp = ca_host_pool_create(&be, &cfg);
+    assert_non_null(x->hp);
+    *state = x;
+    return 0;
+}
+
+static int setup(void **state) { return setup_with(state, 0, 0); }
+
+static int teardown(void **state)
+{
+    fixture *x = *state;
+    ca_host_pool_destroy(x->hp);
+    /* Everything cached went back; what the tests left live is theirs (none do). */
+    assert_int_equal(x->f.pinned, 0);
+    free(x);
+    return 0;
+}
+
+static void *must_alloc(fixture *x, size_t size, unsigned flags)
+{
+    void *p = NULL;
+    assert_int_equal(ca_host_malloc(x->hp, size, flags, &p), CA_OK);
+    assert_non_null(p);
+    return p;
+}
+
+static void test_freed_block_is_reused_after_a_wait(void **state)
+{
+    fixture *x = *state;
+    void *p = must_alloc(x, 64 * MiB, 0);
+    int token;
+    assert_int_equal(ca_host_free(x->hp, p, &token), CA_OK);
+    assert_int_equal(x->f.waits, 1); /* as the driver's free waits for the device */
+    assert_ptr_equal(x->f.token_seen, &token);
+    assert_int_equal(x->f.releases, 0);
+    for (int i = 0; i < 100; i++) {
+        void *q = must_alloc(x, 64 * MiB, 0);
+        assert_ptr_equal(q, p);
+        assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    }
+    assert_int_equal(x->f.allocs, 1);
+    ca_host_stats st;
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.hits, 100);
+    assert_int_equal(st.driver_alloc_calls, 1);
+    assert_int_equal(st.cached_bytes, 64 * MiB);
+    assert_int_equal(st.live_bytes, 0);
+}
+
+static void test_flags_are_never_mixed(void **state)
+{
+    fixture *x = *state;
+    void *p = must_alloc(x, MiB, 1);
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    void *q = must_alloc(x, MiB, 0);
+    assert_ptr_not_equal(q, p);
+    void *r = must_alloc(x, MiB, 1);
+    assert_ptr_equal(r, p);
+    assert_int_equal(x->f.allocs, 2);
+    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, r, NULL), CA_OK);
+}
+
+static void test_sizes_round_to_a_class(void **state)
+{
+    fixture *x = *state;
+    assert_int_equal(ca_host_class_size(1), 4096);
+    assert_int_equal(ca_host_class_size(3 * MiB), 4 * MiB);
+    assert_int_equal(ca_host_class_size(4 * MiB), 4 * MiB);
+    void *p = must_alloc(x, 3 * MiB, 0);
+    assert_int_equal(x->f.sizes[0], 4 * MiB);
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    void *q = must_alloc(x, 4 * MiB - 1, 0);
+    assert_ptr_equal(q, p);
+    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+}
+
+static void test_bad_frees_are_refused(void **state)
+{
+    fixture *x = *state;
+    char *p = must_alloc(x, MiB, 0);
+    int other;
+    assert_int_equal(ca_host_free(x->hp, &other, NULL), CA_ERR_NOT_OURS);
+    assert_int_equal(ca_host_free(x->hp, p + 4096, NULL), CA_ERR_INVALID);
+    assert_int_equal(x->f.waits, 0);
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_ERR_INVALID); /* freed already */
+    assert_int_equal(x->f.waits, 1);
+}
+
+/* A wait that fails proves nothing about the device: the block goes back to the driver. */
+static void test_a_failed_wait_returns_the_block(void **state)
+{
+    fixture *x = *state;
+    void *p = must_alloc(x, MiB, 0);
+    x->f.wait_status = CA_ERR_BACKEND;
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_ERR_BACKEND);
+    assert_int_equal(x->f.releases, 1);
+    x->f.wait_status = CA_OK;
+    void *q = must_alloc(x, MiB, 0);
+    assert_int_equal(x->f.allocs, 2);
+    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+}
+
+static int setup_small(void **state) { return setup_with(state, 11 * MiB, 0); }
+
+/* The driver refuses: cached blocks are unpinned and the allocation tried again; then the
+ * size asked rather than its class. */
+static void test_refusal_unpins_the_cache_then_tries_the_exact_size(void **state)
+{
+    fixture *x = *state;
+    void *a = must_alloc(x, 4 * MiB, 0);
+    void *b = must_alloc(x, 4 * MiB, 4);
+    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK); /* 4 MiB cached, flags 4 */
+    void *c = must_alloc(x, 4 * MiB, 0);                   /* 12 MiB would not fit */
+    ca_host_stats st;
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.oom_recoveries, 1);
+    assert_int_equal(st.cached_bytes, 0);
+    assert_int_equal(x->f.releases, 1);
+    /* 8 MiB pinned: a 1.5 MiB request's class (2 MiB) fits, a 2.5 MiB one's (4 MiB) does
+     * not, its exact size (2.5 MiB, page-rounded) does. */
+    void *d = must_alloc(x, 2 * MiB + MiB / 2, 0);
+    assert_int_equal(x->f.pinned, 8 * MiB + 2 * MiB + MiB / 2);
+    void *e = NULL;
+    assert_int_equal(ca_host_malloc(x->hp, 4 * MiB, 0, &e), CA_ERR_OOM);
+    /* The exact block is never cached: it goes back at its free. */
+    assert_int_equal(ca_host_free(x->hp, d, NULL), CA_OK);
+    assert_int_equal(x->f.pinned, 8 * MiB);
+    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, c, NULL), CA_OK);
+}
+
+static int setup_limited(void **state) { return setup_with(state, 0, 8 * MiB); }
+
+static void test_the_limit_counts_live_and_cached_memory(void **state)
+{
+    fixture *x = *state;
+    void *a = must_alloc(x, 4 * MiB, 0);
+    void *b = must_alloc(x, 2 * MiB, 0);
+    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK); /* 4 live, 2 cached */
+    void *c = must_alloc(x, 4 * MiB, 0);                   /* the cached 2 MiB make room */
+    assert_int_equal(x->f.releases, 1);
+    void *d = NULL;
+    assert_int_equal(ca_host_malloc(x->hp, 4096, 0, &d), CA_ERR_OOM); /* 8 MiB live */
+    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, c, NULL), CA_OK);
+    assert_int_equal(ca_host_trim(x->hp, 4 * MiB), 4 * MiB);
+    ca_host_stats st;
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.cached_bytes, 4 * MiB);
+}
+
+/* The range a program asks about is the block as it asked for it. */
+static void test_a_live_block_answers_its_size(void **state)
+{
+    fixture *x = *state;
+    char *p = must_alloc(x, 3 * MiB + 100, 0);
+    uintptr_t start = 0;
+    size_t size = 0;
+    assert_true(ca_host_locate(x->hp, p + MiB, &start, &size));
+    assert_true(start == (uintptr_t)p && size == 3 * MiB + 100);
+    assert_false(ca_host_locate(x->hp, p + 3 * MiB + 100, &start, &size));
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_false(ca_host_locate(x->hp, p, &start, &size));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_freed_block_is_reused_after_a_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flags_are_never_mixed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sizes_round_to_a_class, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_frees_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_wait_returns_the_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusal_unpins_the_cache_then_tries_the_exact_size,
+                                        setup_small, teardown),
+        cmocka_unit_test_setup_teardown(test_the_limit_counts_live_and_cached_memory,
+                                        setup_limited, teardown),
+        cmocka_unit_test_setup_teardown(test_a_live_block_answers_its_size, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
