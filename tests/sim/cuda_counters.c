@@ -1,5 +1,6 @@
 /* cuda_counters.c: the counters file written at exit (SIMDEV_COUNTERS_FILE), per device and in
- * total. A child process does the work so the parent can read the file after it exits. */
+ * total, pinned host memory's included. A child process does the work so the parent can read
+ * the file after it exits. */
 #include <cuda_runtime_api.h>
 #include <sys/wait.h>
 
@@ -8,7 +9,7 @@
 static void child(const char *path)
 {
     setenv("SIMDEV_COUNTERS_FILE", path, 1);
-    void *a, *b, *c;
+    void *a, *b, *c, *h1, *h2;
     cudaStream_t s;
     cudaEvent_t e;
     CHECK_EQ(cudaMalloc(&a, 1000), cudaSuccess);
@@ -22,6 +23,9 @@ static void child(const char *path)
     CHECK_EQ(cudaEventRecord(e, s), cudaSuccess);
     CHECK_EQ(cudaStreamWaitEvent(0, e, 0), cudaSuccess);
     CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    CHECK_EQ(cudaMallocHost(&h1, 5000), cudaSuccess);
+    CHECK_EQ(cudaHostAlloc(&h2, 3000, cudaHostAllocPortable), cudaSuccess);
+    CHECK_EQ(cudaFreeHost(h1), cudaSuccess); /* waits for the device: a sync */
     exit(0);
 }
 
@@ -58,10 +62,12 @@ int main(void)
     fputs(text, stdout);
     static const char *expect[] = {
         "malloc_calls=2", "malloc_bytes=4000", "free_calls=1", "free_bytes=1000",
-        "malloc_async_calls=1", "free_async_calls=1", "device_syncs=2", "faults=0",
+        "malloc_async_calls=1", "free_async_calls=1", "device_syncs=3", "faults=0",
         /* NVIDIA's runtime releases the primary context at exit, which frees b. */
         "invalid_frees=1", "reserved_bytes=0", "peak_reserved_bytes=4096", "oom=0",
         "events_recorded=1", "stream_waits=1", "injected_faults=0",
+        /* Pinned memory: h2 is still held at exit. */
+        "host_allocs=2", "host_frees=1", "host_bytes=3000",
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         char dev[64];

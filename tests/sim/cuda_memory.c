@@ -212,6 +212,31 @@ static void test_host_memory(void)
     CHECK_EQ(cudaFree(m), cudaSuccess);                /* managed memory goes to cudaFree */
     CHECK_EQ(cudaFreeHost(h), cudaSuccess);
     CHECK_EQ(sim_counters(0).reserved_bytes, r);
+
+    /* Through NVIDIA's runtime: the flags come back with cudaHostAllocMapped set (an H100's
+     * driver answers DEVICEMAP for every pinned block), inside the block too; the device
+     * pointer is the host address; an address inside is no free. */
+    struct simdev_counters c0 = sim_counters(0);
+    unsigned f = 0;
+    void *dp = NULL;
+    CHECK_EQ(cudaHostAlloc(&h, 5000, cudaHostAllocPortable | cudaHostAllocWriteCombined),
+             cudaSuccess);
+    CHECK_EQ(cudaHostGetFlags(&f, (char *)h + 4096), cudaSuccess);
+    CHECK_EQ(f, cudaHostAllocPortable | cudaHostAllocWriteCombined | cudaHostAllocMapped);
+    CHECK_EQ(cudaHostGetDevicePointer(&dp, (char *)h + 100, 0), cudaSuccess);
+    CHECK(dp == (char *)h + 100);
+    CHECK_EQ(cudaMallocHost(&m, 1000), cudaSuccess);
+    CHECK_EQ(cudaHostGetFlags(&f, m), cudaSuccess);
+    CHECK_EQ(f, cudaHostAllocMapped);
+    CHECK_EQ(cudaHostGetFlags(&f, &local), cudaErrorInvalidValue);
+    CHECK_EQ(cudaFreeHost((char *)h + 8), cudaErrorInvalidValue);
+    CHECK_EQ(sim_counters(0).host_bytes - c0.host_bytes, 6000);
+    CHECK_EQ(cudaFreeHost(h), cudaSuccess);
+    CHECK_EQ(cudaFreeHost(m), cudaSuccess);
+    struct simdev_counters c = sim_counters(0);
+    CHECK_EQ(c.host_allocs - c0.host_allocs, 2);
+    CHECK_EQ(c.host_frees - c0.host_frees, 2);
+    CHECK_EQ(c.host_bytes, c0.host_bytes);
     cudaGetLastError();
 }
 

@@ -29,6 +29,10 @@ struct simdev_counters {
     uint64_t unmaps;              /* mappings of its handles removed by cuMemUnmap/hipMemUnmap */
     uint64_t vmm_exports;         /* successful cuMemExportToShareableHandle of its handles */
     uint64_t vmm_imports;         /* successful cuMemImportFromShareableHandle of its memory */
+    uint64_t host_allocs;         /* successful pinned host allocations (cuMemHostAlloc,
+                                   * cuMemAllocHost, hipHostMalloc) made with it current */
+    uint64_t host_frees;          /* successful frees of them (cuMemFreeHost, hipHostFree) */
+    uint64_t host_bytes;          /* pinned host bytes held now, as requested */
 };
 
 /* Driver allocations of both kinds in c: cuMemAlloc/hipMalloc (and, under a caching

@@ -67,11 +67,20 @@ int sd_free(void *p);
 int sd_malloc_async(void **p, size_t n, void *stream, int ptsz);
 int sd_free_async(void *p, void *stream, int ptsz);
 int sd_mem_info(size_t *free_bytes, size_t *total);
-/* Pinned or managed host memory (managed counts against device capacity). */
-int sd_host_alloc(void **p, size_t n, int managed);
-/* Managed memory: sd_host_alloc(p, n, 1) after checking flags is attach-global or attach-host. */
+/* Pinned (page-locked) host memory, kept with `flags` (each front checks them first) and
+ * charged SIMDEV_HOST_ALLOC_US plus SIMDEV_HOST_ALLOC_US_PER_MIB per MiB; counted in the
+ * current device's host_allocs and host_bytes. Zero bytes succeed with NULL. */
+int sd_host_alloc(void **p, size_t n, unsigned flags);
+/* Managed memory: host memory counted against the current device's capacity; flags must be
+ * attach-global (1) or attach-host (2). */
 int sd_managed_alloc(void **p, size_t n, unsigned flags);
+/* Frees pinned or managed memory by its start, after waiting for the device; a pinned block
+ * then costs SIMDEV_HOST_FREE_US plus SIMDEV_HOST_FREE_US_PER_MIB per MiB. SD_EBADFREE for any
+ * other address (the block stays). NULL is a no-op. */
 int sd_host_free(void *p);
+/* The pinned block holding p, at its start or inside: its start, requested size and flags
+ * (NULL outs skipped); SD_EINVAL when p is in none (managed memory is none). */
+int sd_host_query(const void *p, void **base, size_t *size, unsigned *flags);
 /* Classifies a pointer as SD_PTR_*; fills the device and the two addresses. */
 int sd_pointer_info(const void *p, int *type, int *device, void **dptr, void **hptr);
 
@@ -80,18 +89,20 @@ int sd_stream_owner(void *stream, void **owner);
 /* The device allocation holding p: its start and requested size; SD_EINVAL when none does. */
 int sd_alloc_range(const void *p, void **base, size_t *size);
 /* What the CUDA driver's address queries answer for p, as an H100 answers them
- * (docs/simdevice.md). In a device allocation: `base`/`size` (cuMemGetAddressRange) and
- * `range_*` (the RANGE attributes) are the allocation, `map_*` (the MAPPING attributes) it
- * rounded up to the 2 MiB large page. In VMM memory: base/size and map_* are the one mapping
- * holding p, range_* the reservation holding it, which an unmapped reserved address has too.
- * Sizes are 0 where nothing holds p. */
+ * (docs/simdevice.md). In a device allocation or a pinned host block: `base`/`size`
+ * (cuMemGetAddressRange) and `range_*` (the RANGE attributes) are the allocation with its
+ * requested size, `map_*` (the MAPPING attributes) it rounded up to the 2 MiB large page. In
+ * VMM memory: base/size and map_* are the one mapping holding p, range_* the reservation
+ * holding it, which an unmapped reserved address has too. Sizes are 0 where nothing holds p. */
 struct sd_addr_query {
     uintptr_t base, range_base, map_base;
     size_t size, range_size, map_size;
     int legacy_ipc; /* cuIpcGetMemHandle may export the memory: sd_malloc's only */
     int vmm;        /* p lies in a VMM mapping */
+    int host;       /* p lies in a pinned host block */
 };
-/* Fills q for p; SD_EINVAL when no allocation or mapping holds p (base and size are 0). */
+/* Fills q for p; SD_EINVAL when no allocation, mapping or pinned block holds p (base and size
+ * are 0). */
 int sd_addr_query(const void *p, struct sd_addr_query *q);
 
 /* kind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default. `wait` makes it a synchronous copy. */

@@ -122,6 +122,10 @@ static void cfg_read(void)
     sd_cfg.vmm_map_us = env_us("SIMDEV_VMM_MAP_US", 1, "1");
     sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 33, "33");
     sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 28, "28");
+    sd_cfg.host_alloc_us = env_us("SIMDEV_HOST_ALLOC_US", 900, "900");
+    sd_cfg.host_alloc_us_per_mib = env_us("SIMDEV_HOST_ALLOC_US_PER_MIB", 490, "490");
+    sd_cfg.host_free_us = env_us("SIMDEV_HOST_FREE_US", 380, "380");
+    sd_cfg.host_free_us_per_mib = env_us("SIMDEV_HOST_FREE_US_PER_MIB", 150, "150");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
     sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,

@@ -170,6 +170,9 @@ static void add(struct simdev_counters *t, const struct simdev_counters *c)
     t->unmaps += c->unmaps;
     t->vmm_exports += c->vmm_exports;
     t->vmm_imports += c->vmm_imports;
+    t->host_allocs += c->host_allocs;
+    t->host_frees += c->host_frees;
+    t->host_bytes += c->host_bytes;
 }
 
 int sd_get_counters(int device, struct simdev_counters *out)
@@ -197,6 +200,7 @@ static void write_counters(FILE *f, const char *prefix, const struct simdev_coun
     W(invalid_frees); W(reserved_bytes); W(peak_reserved_bytes); W(oom);
     W(events_recorded); W(stream_waits); W(injected_faults);
     W(vmm_creates); W(vmm_releases); W(maps); W(unmaps); W(vmm_exports); W(vmm_imports);
+    W(host_allocs); W(host_frees); W(host_bytes);
 #undef W
 }
 

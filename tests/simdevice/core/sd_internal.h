@@ -20,6 +20,7 @@ struct sd_config {
     double malloc_us, malloc_us_per_gib, free_us, async_us;
     double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
         vmm_unmap_us, vmm_access_us;
+    double host_alloc_us, host_alloc_us_per_mib, host_free_us, host_free_us_per_mib;
     int verbose;
     int hip_reentrant; /* hipMalloc calls the exported hipExtMallocWithFlags (1) or
                         * hipMallocAsync (2) (SIMDEV_HIP_REENTRANT) */
@@ -53,6 +54,7 @@ struct sd_alloc {
     unsigned ipc_refs; /* imported: opens not yet closed */
     uint64_t graph;    /* nonzero: graph memory (sd_graph_mem.c), reserved for a graph */
     bool mapped;       /* graph memory between its allocation and its free in a launch */
+    unsigned host_flags; /* pinned host memory: the flags it was allocated with */
 };
 
 enum { SD_IPC_EXPORTED = 1, SD_IPC_IMPORTED = 2 };
@@ -129,6 +131,9 @@ size_t sd_dev_free(const struct sd_device *d);
 void sd_dev_grow(struct sd_device *d, size_t n);
 /* Takes n bytes off d's use (its counters and this process's share of it). */
 void sd_dev_shrink(struct sd_device *d, size_t n);
+/* The pinned host block (not managed memory) holding p: its start, requested size and flags;
+ * false when none holds p. Under sd_lock. */
+bool sd_host_block(uintptr_t p, uintptr_t *base, size_t *size, unsigned *flags);
 /* Unmaps and forgets a live allocation. Under sd_lock. */
 void sd_dev_release(struct sd_device *d, uintptr_t addr);
 /* Puts the reserved, inaccessible range back over an exported or imported allocation's span

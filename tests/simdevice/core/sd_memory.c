@@ -205,7 +205,11 @@ int sd_mem_info(size_t *free_bytes, size_t *total)
     return SD_OK;
 }
 
-int sd_host_alloc(void **p, size_t n, int managed)
+#define MIB ((double)(1u << 20))
+
+/* Pinned or managed host memory; `flags` are kept with a pinned block. Pinning costs time in
+ * proportion to its size (docs/gpu.md finding 12); managed memory's cost is not modelled. */
+static int host_alloc(void **p, size_t n, bool managed, unsigned flags)
 {
     int rc;
     if (alloc_done(p, n, &rc) || (rc = unsafe_call()) != SD_OK)
@@ -213,6 +217,8 @@ int sd_host_alloc(void **p, size_t n, int managed)
     void *m = NULL;
     if (posix_memalign(&m, 4096, n) != 0)
         return SD_ENOMEM;
+    if (!managed)
+        sd_spin_us(sd_cfg.host_alloc_us + sd_cfg.host_alloc_us_per_mib * ((double)n / MIB));
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
     size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
@@ -222,11 +228,15 @@ int sd_host_alloc(void **p, size_t n, int managed)
     } else {
         /* span carries the device id, async says managed: fields reused for host records */
         struct sd_alloc a = {.addr = (uintptr_t)m, .size = n, .rsize = managed ? rsize : 0,
-                             .span = (size_t)d->id, .async = managed != 0};
+                             .span = (size_t)d->id, .async = managed,
+                             .host_flags = managed ? 0 : flags};
         if (sd_table_insert(&host_allocs, &a) != 0) {
             rc = SD_ENOMEM;
         } else if (managed) {
             sd_dev_grow(d, rsize);
+        } else {
+            d->c.host_allocs++;
+            d->c.host_bytes += n;
         }
     }
     pthread_mutex_unlock(&sd_lock);
@@ -234,14 +244,21 @@ int sd_host_alloc(void **p, size_t n, int managed)
         free(m);
     else
         *p = m;
+    sd_log("host alloc(%zu, flags 0x%x)%s -> %d %p", n, flags, managed ? " managed" : "", rc,
+           rc ? NULL : m);
     return rc;
+}
+
+int sd_host_alloc(void **p, size_t n, unsigned flags)
+{
+    return host_alloc(p, n, false, flags);
 }
 
 int sd_managed_alloc(void **p, size_t n, unsigned flags)
 {
     if (flags != 1 && flags != 2) /* cudaMemAttachGlobal, cudaMemAttachHost (HIP's alike) */
         return SD_EINVAL;
-    return sd_host_alloc(p, n, 1);
+    return host_alloc(p, n, true, 0);
 }
 
 int sd_host_free(void *p)
@@ -254,24 +271,65 @@ int sd_host_free(void *p)
     if (!a) {
         count_bad_free(sd_cur());
         pthread_mutex_unlock(&sd_lock);
+        sd_log("host free(%p): not the start of pinned or managed memory", p);
         return SD_EBADFREE;
     }
     struct sd_device *d = &sd_dev[a->span];
-    /* Freeing pinned or managed memory waits for the device, as the real call does. */
+    bool managed = a->async;
+    size_t n = a->size;
+    /* Freeing pinned or managed memory waits for the device, as the real call does (an H100's
+     * cuMemFreeHost returned after a host function queued before it). */
     d->c.device_syncs++;
     sd_wait_device(d);
+    pthread_mutex_unlock(&sd_lock);
+    /* Unpinning costs time in proportion to the size too, after the wait. */
+    if (!managed)
+        sd_spin_us(sd_cfg.host_free_us + sd_cfg.host_free_us_per_mib * ((double)n / MIB));
+    pthread_mutex_lock(&sd_lock);
     a = sd_table_find_start(&host_allocs, (uintptr_t)p);
-    if (!a) {
+    if (!a) { /* another thread freed it meanwhile */
         count_bad_free(d);
         rc = SD_EBADFREE;
     } else {
-        sd_dev_shrink(d, a->rsize);
+        if (a->async) {
+            sd_dev_shrink(d, a->rsize);
+        } else {
+            d->c.host_frees++;
+            d->c.host_bytes -= a->size;
+        }
         sd_table_remove(&host_allocs, (uintptr_t)p);
     }
     pthread_mutex_unlock(&sd_lock);
     if (!rc)
         free(p);
+    sd_log("host free(%p) -> %d", p, rc);
     return rc;
+}
+
+bool sd_host_block(uintptr_t p, uintptr_t *base, size_t *size, unsigned *flags)
+{
+    struct sd_alloc *a = sd_table_find_containing(&host_allocs, p);
+    if (!a || a->async)
+        return false;
+    if (base)
+        *base = a->addr;
+    if (size)
+        *size = a->size;
+    if (flags)
+        *flags = a->host_flags;
+    return true;
+}
+
+int sd_host_query(const void *p, void **base, size_t *size, unsigned *flags)
+{
+    sd_init();
+    uintptr_t b = 0;
+    pthread_mutex_lock(&sd_lock);
+    bool found = sd_host_block((uintptr_t)p, &b, size, flags);
+    pthread_mutex_unlock(&sd_lock);
+    if (found && base)
+        *base = (void *)b;
+    return found ? SD_OK : SD_EINVAL;
 }
 
 /* Managed allocation holding [p, p+n), or NULL. Under sd_lock. */

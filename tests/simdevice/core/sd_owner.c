@@ -1,8 +1,8 @@
 /* sd_owner.c: what a driver context owns, where an allocation begins, and what the driver's
- * address queries answer for an address (its allocation, VMM mapping or reservation). The driver
- * front tags allocations and streams with the thread's current context (sd_set_owner) so that
- * destroying or resetting a context frees exactly its own memory, as a GPU driver does, and never
- * another context's on the same device. */
+ * address queries answer for an address (its allocation, VMM mapping or reservation, or pinned
+ * host block). The driver front tags allocations and streams with the thread's current context
+ * (sd_set_owner) so that destroying or resetting a context frees exactly its own memory, as a
+ * GPU driver does, and never another context's on the same device. */
 #include "sd_vmm_internal.h" /* the 2 MiB large page */
 
 int sd_owner_release(int dev, void *owner, int clear_fault)
@@ -62,9 +62,16 @@ int sd_addr_query(const void *p, struct sd_addr_query *q)
         q->map_base = q->base;
         q->map_size = q->size;
         sd_vmm_span_of((uintptr_t)p, false, &q->range_base, &q->range_size);
+    } else if (!d && sd_host_block((uintptr_t)p, &q->base, &q->size, NULL)) {
+        /* Pinned host memory: the block with its requested size (an H100 answered a 3 MiB
+         * block's start and 3 MiB, its mapping 4 MiB). */
+        q->host = 1;
+        q->range_base = q->map_base = q->base;
+        q->range_size = q->size;
+        q->map_size = (q->size + SD_VMM_GRANULE - 1) / SD_VMM_GRANULE * SD_VMM_GRANULE;
     }
     pthread_mutex_unlock(&sd_lock);
-    return a || q->vmm ? SD_OK : SD_EINVAL;
+    return a || q->vmm || q->host ? SD_OK : SD_EINVAL;
 }
 
 int sd_stream_owner(void *stream, void **owner)

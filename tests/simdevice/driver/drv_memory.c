@@ -87,23 +87,29 @@ API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags)
     return drv_ret(sd_managed_alloc((void **)p, n, flags));
 }
 
-/* Page-locked host memory (plain host memory here); flags are accepted and ignored. */
+/* The flags cuMemHostAlloc takes: CU_MEMHOSTALLOC_PORTABLE, _DEVICEMAP, _WRITECOMBINED. */
+enum { HOSTALLOC_PORTABLE = 1, HOSTALLOC_DEVICEMAP = 2, HOSTALLOC_WRITECOMBINED = 4 };
+
+/* Page-locked host memory: host memory kept with its flags, priced as an H100 pins (the core's
+ * SIMDEV_HOST_ALLOC_US*). Flags outside the three are an invalid value. */
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
-    (void)flags;
     DRV_TRY(drv_enter_live());
-    if (!p || n == 0)
+    if (!p || n == 0 ||
+        (flags & ~(unsigned)(HOSTALLOC_PORTABLE | HOSTALLOC_DEVICEMAP | HOSTALLOC_WRITECOMBINED)))
         return CUDA_ERROR_INVALID_VALUE;
-    return drv_ret(sd_host_alloc(p, n, 0));
+    return drv_ret(sd_host_alloc(p, n, flags));
 }
 
-/* Page-locked host memory, portable form. */
+/* Page-locked host memory without flags. */
 API CUresult cuMemAllocHost_v2(void **p, size_t n)
 {
     return cuMemHostAlloc(p, n, 0);
 }
 
-/* Frees page-locked host memory, after waiting for the device; managed memory is refused. */
+/* Frees page-locked host memory by its start, after waiting for the device; anything else
+ * (an address inside a block, managed, malloc or device memory) is an invalid value, as an
+ * H100 answers, and the block stays. */
 API CUresult cuMemFreeHost(void *p)
 {
     DRV_TRY(drv_enter_or_none(1));
@@ -115,7 +121,21 @@ API CUresult cuMemFreeHost(void *p)
     return drv_ret(sd_host_free(p));
 }
 
-/* Pinned host memory is mapped at the same address on the device (unified addressing). */
+/* The flags of the pinned block holding p, at its start or inside. With unified addressing
+ * every pinned block is mapped: an H100 answers DEVICEMAP whatever was asked (0x2 for none and
+ * for cuMemAllocHost, 0x3 for PORTABLE, 0x6 for WRITECOMBINED). Other memory: invalid value. */
+API CUresult cuMemHostGetFlags(unsigned *flags, void *p)
+{
+    DRV_TRY(drv_enter_live());
+    unsigned f;
+    if (!flags || sd_host_query(p, NULL, NULL, &f) != SD_OK)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = f | HOSTALLOC_DEVICEMAP;
+    return CUDA_SUCCESS;
+}
+
+/* Pinned host memory is mapped at the same address on the device (unified addressing), at the
+ * block's start and inside it, as an H100 answers. */
 API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned flags)
 {
     DRV_TRY(drv_enter_live());
@@ -130,9 +150,9 @@ API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned fla
     return CUDA_SUCCESS;
 }
 
-/* Base and size of the device allocation holding p; in VMM memory, of the one mapping holding
- * it, not its reservation (measured on an H100). An address in neither, a reserved but unmapped
- * one too, is not found, as there. */
+/* Base and size of the device allocation or pinned host block holding p; in VMM memory, of the
+ * one mapping holding it, not its reservation (measured on an H100). An address in none, a
+ * reserved but unmapped one too, is not found, as there. */
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     DRV_TRY(drv_enter_live());
@@ -172,8 +192,9 @@ static struct ptr classify(CUdeviceptr p)
 
 /* Writes one attribute of a classified pointer; false for an attribute not modelled. What an
  * H100 answers for VMM memory: no context, the reservation as the range, the mapping as the
- * mapping, no legacy IPC; for cuMemAlloc memory the allocation, its 2 MiB pages as the mapping.
- * An unknown address in a reservation still has the reservation as its range. */
+ * mapping, no legacy IPC; for cuMemAlloc memory and pinned host memory the allocation with its
+ * requested size, its 2 MiB pages as the mapping. An unknown address in a reservation still has
+ * the reservation as its range. */
 static bool put_attr(void *data, int attr, const struct ptr *r)
 {
     bool known = r->type != SD_PTR_UNREGISTERED;
