@@ -8,7 +8,7 @@
 #
 #   scripts/bench.sh [--builddir DIR] [--runs N] [--pairs N] [--memset BYTES]
 #                    [--no-build] [--no-callgrind] [--loops-only] [--pairs-only] [--loop-pairs N]
-#                    [--loop-runs N] [TRACE.csv ...]
+#                    [--loop-runs N] [--pinned-only] [TRACE.csv ...]
 #
 # Default traces: tests/bench/small_trace.csv, plus ../shared/traces/*.csv when that directory
 # exists next to the repository.
@@ -25,6 +25,7 @@ build=1
 callgrind=1
 loops_only=0
 pairs_only=0
+pinned_only=0
 loop_pairs=20000  # timed pairs per loop variant of the caches (the plain runtime: a tenth)
 loop_runs=3       # best-of for the loops
 traces=()
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
     --no-callgrind) callgrind=0; shift ;;
     --loops-only) loops_only=1; shift ;;
     --pairs-only) pairs_only=1; shift ;;
+    --pinned-only) pinned_only=1; shift ;;
     --loop-pairs) loop_pairs=$2; shift 2 ;;
     --loop-runs) loop_runs=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -192,6 +194,43 @@ loop_section() {
     echo "  the driver's allocations and device synchronizations during the timed pairs, per 10,000."
     echo
 }
+
+# ------------------------------------------------------------ loops of pinned host memory
+# bench-pinned: 64 MiB allocations and frees, and 1 to 8 MiB ones with an asynchronous copy from
+# each buffer before its free; plainly and under the cache, in this run.
+pinned_section() {
+    local bin=$builddir/tests/bench/bench-pinned
+    local base="LD_LIBRARY_PATH=$simdev:${CUDA_PATH:-/usr/local/cuda}/lib64 SIMDEV_MEMORY=${SIMDEV_MEMORY:-8G} CACHEALLOC_STATS=0"
+    echo "Pinned host memory (cudaHostAlloc/cudaFreeHost, pairs per second; driver pinnings in all"
+    echo "and after the first 10% of the pairs):"
+    printf '  %-7s %6s %14s %14s %8s %14s\n' loop pairs plain cache "x" "cache pinnings"
+    local loop pairs mode out
+    for loop in fixed random; do
+        [ "$loop" = fixed ] && pairs=100 || pairs=2000
+        for mode in plain cache; do
+            local cmd="env $base $([ "$mode" = cache ] && echo "LD_PRELOAD=$shim" || echo "-u LD_PRELOAD") $bin --loop $loop --pairs $pairs"
+            commands+=("$cmd")
+            out=$tmp/pinned.$loop.$mode
+            eval "$cmd" >"$out"
+        done
+        local p c
+        p=$(val pairs_per_s "$tmp/pinned.$loop.plain")
+        c=$(val pairs_per_s "$tmp/pinned.$loop.cache")
+        printf '  %-7s %6s %14s %14s %8s %14s\n' "$loop" "$pairs" "$p" "$c" \
+            "$(python3 -c "print('%.0f' % ($c / $p))")" \
+            "$(val driver_host_allocs "$tmp/pinned.$loop.cache")/$(val driver_host_allocs_after_warmup "$tmp/pinned.$loop.cache")"
+    done
+    echo
+}
+
+if [ "$pinned_only" = 1 ]; then
+    pinned_section
+    echo "Commands:"
+    for c in "${commands[@]}"; do
+        echo "  $c"
+    done
+    exit 0
+fi
 
 if [ "$loops_only" = 1 ]; then
     loop_section
@@ -560,6 +599,7 @@ echo "  1, 2: driver calls (allocations + frees + maps + unmaps) / device syncs 
 echo
 pairs_report
 loop_section
+pinned_section
 
 echo "A process that never uses a GPU ($inert_runs runs each, median wall time):"
 echo "  ${inert_cmd[*]}: ${inert_plain} ms plain, ${inert_preload} ms with LD_PRELOAD=libcachealloc.so"

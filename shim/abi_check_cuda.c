@@ -51,6 +51,10 @@ _Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CUABI_MEM_LOCATION_TYPE_DEVICE, "l
 _Static_assert(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED ==
                    CUABI_DEVICE_ATTRIBUTE_POSIX_FD_SUPPORTED,
                "the attribute of file-descriptor exports");
+_Static_assert(CU_MEMHOSTALLOC_PORTABLE == CUABI_MEMHOSTALLOC_PORTABLE &&
+                   CU_MEMHOSTALLOC_DEVICEMAP == CUABI_MEMHOSTALLOC_DEVICEMAP &&
+                   CU_MEMHOSTALLOC_WRITECOMBINED == CUABI_MEMHOSTALLOC_WRITECOMBINED,
+               "cuMemHostAlloc's flags");
 _Static_assert(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR == CA_RT_HANDLE_POSIX_FD,
                "the file-descriptor handle type");
 _Static_assert(sizeof(CUipcMemHandle) == CUABI_IPC_HANDLE_SIZE, "CUipcMemHandle size");

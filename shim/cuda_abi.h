@@ -56,6 +56,10 @@ typedef unsigned int cuabi_pointer_attribute;
 #define CUABI_MEM_ALLOCATION_TYPE_PINNED 1
 #define CUABI_MEM_LOCATION_TYPE_DEVICE 1
 #define CUABI_DEVICE_ATTRIBUTE_POSIX_FD_SUPPORTED 103
+/* cuMemHostAlloc's flags. */
+#define CUABI_MEMHOSTALLOC_PORTABLE 0x1u
+#define CUABI_MEMHOSTALLOC_DEVICEMAP 0x2u
+#define CUABI_MEMHOSTALLOC_WRITECOMBINED 0x4u
 typedef unsigned long long cuabi_mem_handle;
 typedef struct cuabi_mem_location {
     int type, id;
@@ -90,6 +94,11 @@ typedef struct cuabi_access_desc {
     X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, CUABI_GPA_LEGACY, cuMemAllocPitch_v2,      \
       (cuabi_deviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,           \
        unsigned int ElementSizeBytes))                                                        \
+    X(cuMemHostAlloc, "cuMemHostAlloc", 2020, CUABI_GPA_LEGACY, cuMemHostAlloc,               \
+      (void **pp, size_t bytesize, unsigned int Flags))                                       \
+    X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, CUABI_GPA_LEGACY, cuMemAllocHost_v2,         \
+      (void **pp, size_t bytesize))                                                           \
+    X(cuMemFreeHost, "cuMemFreeHost", 2000, CUABI_GPA_LEGACY, cuMemFreeHost, (void *p))       \
     X(cuMemGetInfo_v2, "cuMemGetInfo", 3020, CUABI_GPA_LEGACY, cuMemGetInfo_v2,               \
       (size_t * free, size_t * total))                                                        \
     X(cuStreamCreate, "cuStreamCreate", 2000, CUABI_GPA_LEGACY, cuStreamCreate,               \

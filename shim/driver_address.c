@@ -4,30 +4,42 @@
  * that exports what it queried, as UCX's cuda_ipc transport does (the range's base exported,
  * the offset sent), or registers it for RDMA, must see the block as a fresh cudaMalloc of its
  * size: its start, the size the program asked for, and exportable (the cache exports such a
- * block as its own record, ipc_mapped.c). Every other address, attribute and outcome is the
- * driver's; a plain segment keeps the driver's answer too, since its base is what exports. */
+ * block as its own record, ipc_mapped.c). A cached block of pinned host memory is one driver
+ * allocation of its size class: its range is the size the program asked for, as a fresh
+ * allocation's is (measured, docs/gpu.md finding 12). Every other address, attribute and
+ * outcome is the driver's; a plain segment keeps the driver's answer too, since its base is
+ * what exports. */
 #include <stdint.h>
 
 #include "cuda_abi.h"
 #include "driver_served.h"
+#include "host_front.h"
 #include "process.h"
 
-/* The live block of an expandable segment holding p: its start and requested size. Only the
- * arena once it is ready: a query never starts the cache. */
-static bool mapped_block(cuabi_deviceptr p, uintptr_t *start, size_t *size)
+/* What the cache answers itself about an address. */
+typedef enum { DRIVER, MAPPED, PINNED } served;
+
+/* Which of the cache's blocks holds p: a live block of an expandable segment, or a live block
+ * of pinned host memory (a driver allocation of its size class: the range is the size asked);
+ * its start and requested size. Only a cache already made: a query never starts one. */
+static served served_block(cuabi_deviceptr p, uintptr_t *start, size_t *size)
 {
     ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
     ca_place at;
-    if (rt == NULL || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at) || !at.live ||
-        !at.expandable)
-        return false;
+    if (rt == NULL)
+        return DRIVER;
+    if (ca_front_host_locate(rt, (void *)(uintptr_t)p, start, size))
+        return PINNED;
+    if (!ca_locate(rt->arena, (void *)(uintptr_t)p, &at) || !at.live || !at.expandable)
+        return DRIVER;
     *start = at.block;
     *size = at.requested;
-    return true;
+    return MAPPED;
 }
 
-/* Overwrites one attribute the driver answered for a block of an expandable segment. */
-static void answer(void *data, cuabi_pointer_attribute a, uintptr_t start, size_t size)
+/* Overwrites one attribute the driver answered for one of the cache's blocks. */
+static void answer(void *data, cuabi_pointer_attribute a, served kind, uintptr_t start,
+                   size_t size)
 {
     switch (a) {
     case CUABI_POINTER_ATTRIBUTE_RANGE_START_ADDR:
@@ -37,7 +49,8 @@ static void answer(void *data, cuabi_pointer_attribute a, uintptr_t start, size_
         *(size_t *)data = size;
         break;
     case CUABI_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(unsigned *)data = 1;
+        if (kind == MAPPED)
+            *(unsigned *)data = 1;
         break;
     default:
         break;
@@ -59,7 +72,7 @@ CA_EXPORT ca_rt_err cuMemGetAddressRange_v2(cuabi_deviceptr *base, size_t *size,
     ca_rt_err e = real(base, size, p);
     uintptr_t start;
     size_t n;
-    if (e == CUABI_SUCCESS && mapped_block(p, &start, &n)) {
+    if (e == CUABI_SUCCESS && served_block(p, &start, &n) != DRIVER) {
         if (base != NULL)
             *base = (cuabi_deviceptr)start;
         if (size != NULL)
@@ -79,8 +92,9 @@ CA_EXPORT ca_rt_err cuPointerGetAttribute(void *data, cuabi_pointer_attribute a,
     ca_rt_err e = real(data, a, p);
     uintptr_t start;
     size_t n;
-    if (e == CUABI_SUCCESS && mapped_block(p, &start, &n))
-        answer(data, a, start, n);
+    served kind = e == CUABI_SUCCESS ? served_block(p, &start, &n) : DRIVER;
+    if (kind != DRIVER)
+        answer(data, a, kind, start, n);
     return e;
 }
 
@@ -94,9 +108,10 @@ CA_EXPORT ca_rt_err cuPointerGetAttributes(unsigned count, cuabi_pointer_attribu
     ca_rt_err e = real(count, a, data, p);
     uintptr_t start;
     size_t n;
-    if (e == CUABI_SUCCESS && a != NULL && data != NULL && mapped_block(p, &start, &n))
+    served kind = e == CUABI_SUCCESS && a && data ? served_block(p, &start, &n) : DRIVER;
+    if (kind != DRIVER)
         for (unsigned i = 0; i < count; i++)
             if (data[i] != NULL)
-                answer(data[i], a[i], start, n);
+                answer(data[i], a[i], kind, start, n);
     return e;
 }

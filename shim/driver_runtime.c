@@ -136,6 +136,8 @@ static int drv_resolve(ca_runtime *rt)
     OPT(mem_unmap, VMM("cuMemUnmap"));
     OPT(mem_set_access, VMM("cuMemSetAccess"));
     OPT(mem_get_granularity, VMM("cuMemGetAllocationGranularity"));
+    OPT(host_alloc, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemHostAlloc)));
+    OPT(host_free, ca_drv_fn_ptr(ca_drv_served_real(I_cuMemFreeHost)));
     OPT(mem_retain_handle, LOOK("cuMemRetainAllocationHandle", 11000, CUABI_GPA_LEGACY,
                                 "cuMemRetainAllocationHandle"));
     OPT(mem_export_handle, VMM("cuMemExportToShareableHandle"));

@@ -82,6 +82,9 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_export_handle)(void *shareable, void *handle, int type,
                                    unsigned long long flags);
     ca_rt_err (*mem_import_handle)(void **handle, void *os_handle, int type);
+    /* Optional: page-locked host memory (host_front.c), the driver's or runtime's own calls. */
+    ca_rt_err (*host_alloc)(void **ptr, size_t size, unsigned flags);
+    ca_rt_err (*host_free)(void *ptr);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
     /* Optional, HIP's door: the program's peer access calls, which it wraps (the CUDA door
@@ -159,6 +162,7 @@ typedef struct ca_runtime {
     /* State, owned by init.c: filled once, then read without locks. */
     ca_rt_fns fn;
     ca_arena *arena;
+    struct ca_host_pool *_Atomic host_pool; /* pinned host memory, made at its first use */
     atomic_int ready;            /* 1 once fn and arena are usable                          */
     atomic_int passthrough;      /* 1: the runtime lacks a required function (or the arena
                                   * could not be made): fn holds what was found, calls go

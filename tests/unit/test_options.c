@@ -74,6 +74,8 @@ static void test_defaults(void **state) {
     assert_true(o.prealloc_bytes == 0);
     assert_true(o.max_split == UINT64_MAX);
     assert_int_equal(o.expandable, CA_EXPANDABLE_AUTO);
+    assert_int_equal(o.pinned, 1);
+    assert_true(o.pinned_limit == 0);
     assert_int_equal(o.stats, 1);
     assert_int_equal(o.leak_check, CA_LEAK_OFF);
     assert_string_equal(o.trace_path, "");
@@ -108,10 +110,11 @@ static void test_good_values(void **state) {
                     "CACHEALLOC_MAX_SPLIT=32M", "CACHEALLOC_STATS=0", "CACHEALLOC_LEAK_CHECK=stacks",
                     "CACHEALLOC_TRACE=/tmp/trace.txt", "CACHEALLOC_VERBOSE=1",
                     "CACHEALLOC_SHM_DIR=/run/shm", "CACHEALLOC_NEIGHBOURS=off",
-                    "CACHEALLOC_IDLE_RELEASE=30s", NULL};
+                    "CACHEALLOC_IDLE_RELEASE=30s", "CACHEALLOC_PINNED_LIMIT=2G", NULL};
     parse_env(&p, envp);
     assert_int_equal(p.problems, 0);
     assert_int_equal(p.lines, 0);
+    assert_true(p.o.pinned_limit == 2ull << 30);
     assert_int_equal(p.o.pool, CA_POOL_BINNED);
     assert_int_equal(p.o.reuse, CA_REUSE_STREAM);
     assert_true(p.o.limit_bytes == 6ull << 30);
@@ -155,6 +158,8 @@ static void test_choices(void **state) {
         {"CACHEALLOC_EXPANDABLE=yes", offsetof(ca_options, expandable), 1},
         {"CACHEALLOC_EXPANDABLE=off", offsetof(ca_options, expandable), 0},
         {"CACHEALLOC_EXPANDABLE=Auto", offsetof(ca_options, expandable), CA_EXPANDABLE_AUTO},
+        {"CACHEALLOC_PINNED=0", offsetof(ca_options, pinned), 0},
+        {"CACHEALLOC_PINNED=on", offsetof(ca_options, pinned), 1},
         {"CACHEALLOC_LEAK_CHECK=0", offsetof(ca_options, leak_check), CA_LEAK_OFF},
         {"CACHEALLOC_LEAK_CHECK=1", offsetof(ca_options, leak_check), CA_LEAK_ON},
         {"CACHEALLOC_LEAK_CHECK=on", offsetof(ca_options, leak_check), CA_LEAK_ON},
@@ -282,6 +287,8 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_MAX_SPLIT=0", "is too small");
     expect_one_warning("CACHEALLOC_EXPANDABLE=2", "CACHEALLOC_EXPANDABLE=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (auto)");
+    expect_one_warning("CACHEALLOC_PINNED=2", "CACHEALLOC_PINNED=2 is not an accepted value");
+    expect_one_warning("CACHEALLOC_PINNED_LIMIT=lots", "using the default (no limit)");
     expect_one_warning("CACHEALLOC_STATS=2", "CACHEALLOC_STATS=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_STATS=", "CACHEALLOC_STATS is empty");
     expect_one_warning("CACHEALLOC_LEAK_CHECK=stack", "(0)");
