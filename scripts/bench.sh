@@ -208,7 +208,8 @@ pinned_section() {
     for loop in fixed random; do
         [ "$loop" = fixed ] && pairs=100 || pairs=2000
         for mode in plain cache; do
-            local cmd="env $base $([ "$mode" = cache ] && echo "LD_PRELOAD=$shim" || echo "-u LD_PRELOAD") $bin --loop $loop --pairs $pairs"
+            local cmd="env -u LD_PRELOAD $base $bin --loop $loop --pairs $pairs"
+            [ "$mode" = cache ] && cmd="env $base LD_PRELOAD=$shim $bin --loop $loop --pairs $pairs"
             commands+=("$cmd")
             out=$tmp/pinned.$loop.$mode
             eval "$cmd" >"$out"
