@@ -12,7 +12,12 @@
     _Static_assert(__builtin_types_compatible_p(__typeof__(name), ca_rt_err params),          \
                    #name " differs from the HIP header's prototype");
 
+/* The deprecated names (hipMallocHost, hipHostAlloc, hipFreeHost) are interposed too, since
+ * programs still call them: their prototypes are checked like the others'. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 HIPABI_INTERPOSED(CA_SAME_PROTO)
+#pragma GCC diagnostic pop
 HIPABI_CALLED(CA_SAME_PROTO)
 HIPABI_VMM(CA_SAME_PROTO)
 
@@ -20,6 +25,10 @@ HIPABI_VMM(CA_SAME_PROTO)
 _Static_assert(__builtin_types_compatible_p(hipMemGenericAllocationHandle_t, hipabi_mem_handle_t),
                "hipMemGenericAllocationHandle_t");
 _Static_assert(sizeof(hipMemAllocationProp) == sizeof(hipabi_mem_prop), "hipMemAllocationProp");
+_Static_assert(HIPABI_HOST_MALLOC_CACHED_FLAGS ==
+                   (hipHostMallocPortable | hipHostMallocMapped | hipHostMallocWriteCombined |
+                    hipHostMallocNumaUser | hipHostMallocCoherent | hipHostMallocNonCoherent),
+               "the flags of pinned blocks the cache keeps");
 _Static_assert(hipMemHandleTypePosixFileDescriptor == CA_RT_HANDLE_POSIX_FD,
                "the file-descriptor handle type");
 _Static_assert(offsetof(hipMemAllocationProp, compressionType) ==

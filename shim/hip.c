@@ -8,6 +8,7 @@
 #include "front.h"
 #include "front_lane.h"
 #include "hip_abi.h"
+#include "host_front.h"
 #include "init.h"
 
 #define CA_DECLARE(name, params) CA_EXPORT ca_rt_err name params;
@@ -48,6 +49,8 @@ static const ca_rt_sym hip_syms[] = {
     SYM(mem_unmap, "hipMemUnmap", 0),
     SYM(mem_set_access, "hipMemSetAccess", 0),
     SYM(mem_get_granularity, "hipMemGetAllocationGranularity", 0),
+    SYM(host_alloc, "hipHostMalloc", 0),
+    SYM(host_free, "hipHostFree", 0),
     SYM(mem_retain_handle, "hipMemRetainAllocationHandle", 0),
     SYM(mem_export_handle, "hipMemExportToShareableHandle", 0),
     SYM(mem_import_handle, "hipMemImportFromShareableHandle", 0),
@@ -161,3 +164,24 @@ ca_rt_err hipStreamDestroy(hipabi_stream_t stream) { return ca_front_stream_dest
 ca_rt_err hipStreamBeginCapture(hipabi_stream_t stream, hipabi_capture_enum mode) { return ca_front_begin_capture(&hip_rt, stream, mode); }
 /* Interposed hipStreamEndCapture: the cache calls the device again once no capture is left. */
 ca_rt_err hipStreamEndCapture(hipabi_stream_t stream, hipabi_graph_t *graph) { return ca_front_end_capture(&hip_rt, stream, (void **)graph); }
+/* Pinned host memory from the cache of pinned blocks (host_front.c); flags it does not keep
+ * blocks of go to the runtime, for its own answer. */
+static ca_rt_err host_alloc(void **ptr, size_t size, unsigned flags)
+{
+    if (flags & ~HIPABI_HOST_MALLOC_CACHED_FLAGS) {
+        (void)ca_cache_ready(&hip_rt);
+        return hip_rt.fn.host_alloc ? hip_rt.fn.host_alloc(ptr, size, flags)
+                                    : hip_rt.codes.not_initialized;
+    }
+    return ca_front_host_alloc(&hip_rt, ptr, size, flags);
+}
+/* Interposed hipHostMalloc: pinned host memory, cached. */
+ca_rt_err hipHostMalloc(void **ptr, size_t size, unsigned int flags) { return host_alloc(ptr, size, flags); }
+/* Interposed hipMallocHost (deprecated): hipHostMalloc with no flags. */
+ca_rt_err hipMallocHost(void **ptr, size_t size) { return host_alloc(ptr, size, 0); }
+/* Interposed hipHostAlloc (deprecated): hipHostMalloc's. */
+ca_rt_err hipHostAlloc(void **ptr, size_t size, unsigned int flags) { return host_alloc(ptr, size, flags); }
+/* Interposed hipHostFree: the cache's blocks after the runtime's own wait; others the runtime's. */
+ca_rt_err hipHostFree(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }
+/* Interposed hipFreeHost (deprecated): hipHostFree's. */
+ca_rt_err hipFreeHost(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }

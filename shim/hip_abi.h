@@ -15,6 +15,9 @@
 #define HIPABI_ERROR_NOT_INITIALIZED 3u
 #define HIPABI_ERROR_INVALID_DEVICE_POINTER 17u
 #define HIPABI_ERROR_NOT_READY 600u
+/* hipHostMalloc's flags the cache keeps blocks of (each set apart): portable, mapped,
+ * write-combined, NUMA user policy, coherent, non-coherent. Others go to the runtime. */
+#define HIPABI_HOST_MALLOC_CACHED_FLAGS 0xE0000007u
 
 /* Same struct tags as the HIP headers. */
 typedef struct ihipStream_t *hipabi_stream_t;
@@ -83,7 +86,12 @@ typedef struct hipabi_mem_prop {
     X(hipStreamCreateWithPriority, (hipabi_stream_t *stream, unsigned int flags, int priority)) \
     X(hipStreamDestroy, (hipabi_stream_t stream))                                             \
     X(hipStreamBeginCapture, (hipabi_stream_t stream, hipabi_capture_enum mode))              \
-    X(hipStreamEndCapture, (hipabi_stream_t stream, hipabi_graph_t *pGraph))
+    X(hipStreamEndCapture, (hipabi_stream_t stream, hipabi_graph_t *pGraph))                  \
+    X(hipHostMalloc, (void **ptr, size_t size, unsigned int flags))                          \
+    X(hipMallocHost, (void **ptr, size_t size))                                               \
+    X(hipHostAlloc, (void **ptr, size_t size, unsigned int flags))                           \
+    X(hipHostFree, (void *ptr))                                                               \
+    X(hipFreeHost, (void *ptr))
 
 /* Real functions the shim calls besides the interposed ones. */
 #define HIPABI_CALLED(X)                                                                      \

@@ -1,5 +1,5 @@
-/* pinned.c: page-locked host memory under the cache (CUDA builds: the HIP door does not serve
- * it yet). The first argument names the case:
+/* pinned.c: page-locked host memory under the cache, in every build. The first argument names
+ * the case:
  *   loop [N] N x (pin 64 MiB, free), 200 by default: under the cache the simulated driver pins
  *           once (the simulator counts); plainly N times
  *   reuse   a buffer freed right after an asynchronous copy from it was queued behind 50 ms of
@@ -45,6 +45,18 @@ static void sleep_50ms(void *unused)
     usleep(50 * 1000);
 }
 
+#ifdef GPU_HIP
+/* ROCm 5.2's library exports no hipLaunchHostFunc: the stream callback does the same here. */
+static void sleep_50ms_callback(hipStream_t s, hipError_t e, void *unused)
+{
+    (void)s, (void)e;
+    sleep_50ms(unused);
+}
+#define queue_sleep(s) hipStreamAddCallback((s), sleep_50ms_callback, NULL, 0)
+#else
+#define queue_sleep(s) gpuLaunchHostFunc((s), sleep_50ms, NULL)
+#endif
+
 static int reuse(void)
 {
     enum { N = 8 << 20 };
@@ -55,7 +67,7 @@ static int reuse(void)
     CHECK(gpuMalloc(&dev, N));
     CHECK(gpuMallocHost((void **)&a, N));
     memset(a, 0x11, N);
-    CHECK(gpuLaunchHostFunc(s, sleep_50ms, NULL));
+    CHECK(queue_sleep(s));
     CHECK(gpuMemcpyAsync(dev, a, N, gpuMemcpyDefault, s));
     CHECK(gpuFreeHost(a)); /* the copy has not run yet: the free must wait for it */
     CHECK(gpuMallocHost((void **)&b, N));
@@ -87,6 +99,19 @@ static gpuError_t device_pointer(void **d, void *p)
     CUresult e = cuMemHostGetDevicePointer(&dp, p, 0);
     *d = (void *)(uintptr_t)dp;
     return e;
+}
+#elif defined(GPU_HIP)
+static gpuError_t host_alloc(void **p, size_t n, unsigned flags)
+{
+    return hipHostMalloc(p, n, flags);
+}
+static gpuError_t host_flags(unsigned *f, void *p)
+{
+    return hipHostGetFlags(f, p);
+}
+static gpuError_t device_pointer(void **d, void *p)
+{
+    return hipHostGetDevicePointer(d, p, 0);
 }
 #else
 static gpuError_t host_alloc(void **p, size_t n, unsigned flags)
