@@ -51,6 +51,7 @@ static const ca_rt_sym hip_syms[] = {
     SYM(mem_get_granularity, "hipMemGetAllocationGranularity", 0),
     SYM(host_alloc, "hipHostMalloc", 0),
     SYM(host_free, "hipHostFree", 0),
+    SYM(mem_get_address_range, "hipMemGetAddressRange", 0),
     SYM(mem_retain_handle, "hipMemRetainAllocationHandle", 0),
     SYM(mem_export_handle, "hipMemExportToShareableHandle", 0),
     SYM(mem_import_handle, "hipMemImportFromShareableHandle", 0),
@@ -185,3 +186,22 @@ ca_rt_err hipHostAlloc(void **ptr, size_t size, unsigned int flags) { return hos
 ca_rt_err hipHostFree(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }
 /* Interposed hipFreeHost (deprecated): hipHostFree's. */
 ca_rt_err hipFreeHost(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }
+/* Interposed hipMemGetAddressRange: a cached pinned block is one runtime allocation of its size
+ * class, so its range is answered as the size the program asked for, as a fresh allocation's
+ * is; everything else is the runtime's answer. */
+ca_rt_err hipMemGetAddressRange(void **pbase, size_t *psize, void *dptr)
+{
+    (void)ca_cache_ready(&hip_rt);
+    if (!hip_rt.fn.mem_get_address_range)
+        return hip_rt.codes.not_initialized;
+    ca_rt_err e = hip_rt.fn.mem_get_address_range(pbase, psize, dptr);
+    uintptr_t start;
+    size_t size;
+    if (e == hip_rt.codes.success && ca_front_host_locate(&hip_rt, dptr, &start, &size)) {
+        if (pbase)
+            *pbase = (void *)start;
+        if (psize)
+            *psize = size;
+    }
+    return e;
+}

@@ -91,7 +91,8 @@ typedef struct hipabi_mem_prop {
     X(hipMallocHost, (void **ptr, size_t size))                                               \
     X(hipHostAlloc, (void **ptr, size_t size, unsigned int flags))                           \
     X(hipHostFree, (void *ptr))                                                               \
-    X(hipFreeHost, (void *ptr))
+    X(hipFreeHost, (void *ptr))                                                               \
+    X(hipMemGetAddressRange, (void **pbase, size_t *psize, void *dptr))
 
 /* Real functions the shim calls besides the interposed ones. */
 #define HIPABI_CALLED(X)                                                                      \

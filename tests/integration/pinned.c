@@ -147,6 +147,11 @@ static void describe(const char *label, char *p)
         CUresult r2 = cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, gpu_dptr(at));
         printf(", range %d,%d/%s+%zu", (int)r1, (int)r2,
                start == gpu_dptr(p) ? "the start" : "elsewhere", size);
+#elif defined(GPU_HIP)
+        void *start = NULL;
+        size_t size = 0;
+        hipError_t r = hipMemGetAddressRange(&start, &size, at);
+        printf(", range %d/%s+%zu", (int)r, start == p ? "the start" : "elsewhere", size);
 #endif
         printf("\n");
     }
