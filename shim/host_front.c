@@ -58,7 +58,9 @@ static ca_host_pool *pool_of(ca_runtime *rt, bool make)
     hp = atomic_load_explicit(&rt->host_pool, memory_order_acquire);
     if (!hp) {
         ca_host_backend be = {rt, be_alloc, be_release, be_wait};
-        ca_host_config cfg = {.limit_bytes = ca_shim_options()->pinned_limit};
+        ca_host_config cfg = {.limit_bytes = ca_shim_options()->pinned_limit,
+                              .trace = ca_shim_config()->trace,
+                              .trace_ctx = ca_shim_config()->trace_ctx};
         hp = ca_host_pool_create(&be, &cfg);
         atomic_store_explicit(&rt->host_pool, hp, memory_order_release);
     }

@@ -61,8 +61,12 @@ static void at_exit_reports(void)
 {
     for (int i = 0; i < CA_RT_SLOTS; i++) {
         ca_runtime *rt = ca_runtime_by_slot(i);
-        if (rt != NULL && ca_shim_options()->leak_check != CA_LEAK_OFF)
+        if (rt != NULL && ca_shim_options()->leak_check != CA_LEAK_OFF) {
             ca_leak_report(rt->arena, rt->api, stderr);
+            ca_host_pool *hp = atomic_load(&rt->host_pool);
+            if (hp)
+                ca_leak_report_host(hp, stderr);
+        }
         if (rt != NULL && ca_shim_options()->verbose)
             ca_verbose_summary(stderr, rt);
     }
@@ -87,6 +91,11 @@ static void setup(void)
     pthread_atfork(NULL, NULL, after_fork_child);
     /* Lanes hold their thread's cache: it must not outlive it there. */
     ca_tc_set_retire_hook(ca_lane_disarm);
+}
+
+const ca_config *ca_shim_config(void)
+{
+    return &config;
 }
 
 static CA_COLD void scan_imports(ca_runtime *rt)

@@ -13,6 +13,10 @@
  * after the first call. */
 bool ca_cache_ready(ca_runtime *rt);
 
+/* The arenas' configuration, made once at the first door that opens (the timeline's writer
+ * among it); other pools of the cache take what they share with the arenas from it. */
+const ca_config *ca_shim_config(void);
+
 /* For a program built for per-thread default streams, end device dev's single-stream fast path
  * at its first plain allocation (other host threads' default streams are streams too). */
 void ca_per_thread_default_check(ca_runtime *rt, int dev);

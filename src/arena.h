@@ -95,6 +95,10 @@ typedef enum ca_trace_kind {
     CA_TRACE_FREE = 'F',         /* program freed                                  */
     CA_TRACE_SEG_ALLOC = 'S',    /* arena took a segment from the driver ("SA")    */
     CA_TRACE_SEG_FREE = 's',     /* arena gave a segment back to the driver ("SF") */
+    CA_TRACE_HOST_ALLOC = 'H',   /* program allocated pinned host memory ("HA")    */
+    CA_TRACE_HOST_FREE = 'h',    /* program freed pinned host memory ("HF")        */
+    CA_TRACE_HOST_PIN = 'P',     /* host pool pinned a block with the driver ("HSA") */
+    CA_TRACE_HOST_UNPIN = 'p',   /* host pool unpinned a block ("HSF")             */
 } ca_trace_kind;
 
 typedef void (*ca_trace_fn)(void *ctx, ca_trace_kind kind, int dev, const void *ptr, size_t size,

@@ -31,6 +31,12 @@ struct ca_host_pool {
     ca_host_stats st;
 };
 
+static void trace(const ca_host_pool *hp, ca_trace_kind kind, uintptr_t p, size_t size)
+{
+    if (hp->cfg.trace)
+        hp->cfg.trace(hp->cfg.trace_ctx, kind, -1, (const void *)p, size, NULL);
+}
+
 size_t ca_host_class_size(size_t size)
 {
     size_t c = PAGE;
@@ -149,6 +155,7 @@ static uint64_t unpin_all(ca_host_pool *hp, host_block *list)
         host_block *b = list;
         list = b->next_free;
         if (hp->be.release(hp->be.ctx, (void *)b->addr) == CA_OK) {
+            trace(hp, CA_TRACE_HOST_UNPIN, b->addr, b->size);
             bytes += b->size;
             calls++;
         }
@@ -193,6 +200,7 @@ static int pin(ca_host_pool *hp, size_t size, size_t cls, unsigned flags, host_b
         hp->be.release(hp->be.ctx, p);
         return CA_ERR_OOM;
     }
+    trace(hp, CA_TRACE_HOST_PIN, (uintptr_t)p, got);
     *b = (host_block){.addr = (uintptr_t)p, .size = got, .flags = flags, .exact = got != cls};
     if (rescued) {
         pthread_mutex_lock(&hp->lock);
@@ -201,6 +209,30 @@ static int pin(ca_host_pool *hp, size_t size, size_t cls, unsigned flags, host_b
     }
     *out = b;
     return CA_OK;
+}
+
+/* b becomes the program's. Under the lock. */
+static void hand_out(ca_host_pool *hp, host_block *b, size_t size)
+{
+    b->live = true;
+    b->requested = size;
+    hp->st.live_bytes += b->size;
+    hp->st.requested_bytes += size;
+    hp->st.alloc_calls++;
+    if (hp->st.live_bytes > hp->st.peak_live_bytes)
+        hp->st.peak_live_bytes = hp->st.live_bytes;
+    uint64_t held = hp->st.live_bytes + hp->st.cached_bytes + hp->st.waiting_bytes;
+    if (held > hp->st.peak_bytes)
+        hp->st.peak_bytes = held;
+    trace(hp, CA_TRACE_HOST_ALLOC, b->addr, size);
+}
+
+static int refused(ca_host_pool *hp, int rc)
+{
+    pthread_mutex_lock(&hp->lock);
+    hp->st.oom_failures += rc == CA_ERR_OOM;
+    pthread_mutex_unlock(&hp->lock);
+    return rc;
 }
 
 int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
@@ -213,8 +245,9 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
     host_block *excess = NULL;
     if (!b && hp->cfg.limit_bytes) {
         /* Over the limit with this block: what is cached goes first. */
-        uint64_t live = hp->st.live_bytes;
+        uint64_t live = hp->st.live_bytes + hp->st.waiting_bytes;
         if (live + cls > hp->cfg.limit_bytes) {
+            hp->st.oom_failures++;
             pthread_mutex_unlock(&hp->lock);
             return CA_ERR_OOM;
         }
@@ -222,11 +255,8 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
         excess = collect_cached(hp, room);
     }
     if (b) {
-        b->live = true;
-        b->requested = size;
-        hp->st.live_bytes += b->size;
-        hp->st.alloc_calls++;
         hp->st.hits++;
+        hand_out(hp, b, size);
         pthread_mutex_unlock(&hp->lock);
         *out = (void *)b->addr;
         return CA_OK;
@@ -235,21 +265,16 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
     unpin_all(hp, excess);
     int rc = pin(hp, size, cls, flags, &b);
     if (rc != CA_OK)
-        return rc;
-    b->live = true;
-    b->requested = size;
+        return refused(hp, rc);
     pthread_mutex_lock(&hp->lock);
     if (!insert(hp, b)) {
         pthread_mutex_unlock(&hp->lock);
-        hp->be.release(hp->be.ctx, (void *)b->addr);
-        free(b);
-        return CA_ERR_OOM;
+        b->next_free = NULL;
+        unpin_all(hp, b);
+        return refused(hp, CA_ERR_OOM);
     }
     hp->st.driver_alloc_calls++;
-    hp->st.alloc_calls++;
-    hp->st.live_bytes += b->size;
-    if (hp->st.live_bytes + hp->st.cached_bytes > hp->st.peak_bytes)
-        hp->st.peak_bytes = hp->st.live_bytes + hp->st.cached_bytes;
+    hand_out(hp, b, size);
     pthread_mutex_unlock(&hp->lock);
     *out = (void *)b->addr;
     return CA_OK;
@@ -260,17 +285,24 @@ int ca_host_free(ca_host_pool *hp, void *p, void *token)
     pthread_mutex_lock(&hp->lock);
     host_block *b = holding(hp, (uintptr_t)p);
     if (!b || b->addr != (uintptr_t)p || !b->live) {
+        hp->st.invalid_frees += b != NULL;
         pthread_mutex_unlock(&hp->lock);
         return b ? CA_ERR_INVALID : CA_ERR_NOT_OURS;
     }
     b->live = false; /* a second free of it is refused from here on */
+    ca_assert(hp->st.live_bytes >= b->size && hp->st.requested_bytes >= b->requested);
     hp->st.live_bytes -= b->size;
+    hp->st.requested_bytes -= b->requested;
+    hp->st.waiting_bytes += b->size;
     hp->st.free_calls++;
+    hp->st.waits++;
+    trace(hp, CA_TRACE_HOST_FREE, b->addr, b->requested);
     pthread_mutex_unlock(&hp->lock);
     /* The driver's free waits for the device: a program may free a buffer right after queueing
      * an asynchronous copy from it, and may count on the wait itself. */
     int rc = hp->be.wait(hp->be.ctx, token);
     pthread_mutex_lock(&hp->lock);
+    hp->st.waiting_bytes -= b->size;
     if (rc != CA_OK || b->exact) {
         remove_block(hp, b);
         pthread_mutex_unlock(&hp->lock);
@@ -311,6 +343,50 @@ void ca_host_get_stats(ca_host_pool *hp, ca_host_stats *out)
 {
     pthread_mutex_lock(&hp->lock);
     *out = hp->st;
+    out->blocks = hp->n;
+    pthread_mutex_unlock(&hp->lock);
+}
+
+void ca_host_get_dev_stats(ca_host_pool *hp, ca_dev_stats *out)
+{
+    ca_host_stats st;
+    uint64_t largest = 0;
+    pthread_mutex_lock(&hp->lock);
+    st = hp->st;
+    st.blocks = hp->n;
+    for (int k = CLASSES - 1; k >= 0 && !largest; k--)
+        for (host_block *b = hp->free_list[k]; b; b = b->next_free)
+            largest = b->size > largest ? b->size : largest;
+    pthread_mutex_unlock(&hp->lock);
+    *out = (ca_dev_stats){
+        .reserved_bytes = st.live_bytes + st.cached_bytes + st.waiting_bytes,
+        .allocated_bytes = st.live_bytes,
+        .cached_bytes = st.cached_bytes,
+        .pending_bytes = st.waiting_bytes,
+        .requested_bytes = st.requested_bytes,
+        .peak_reserved_bytes = st.peak_bytes,
+        .peak_allocated_bytes = st.peak_live_bytes,
+        .alloc_calls = st.alloc_calls,
+        .free_calls = st.free_calls,
+        .cache_hits = st.hits,
+        .driver_alloc_calls = st.driver_alloc_calls,
+        .driver_free_calls = st.driver_free_calls,
+        .device_syncs = st.waits,
+        .oom_recoveries = st.oom_recoveries,
+        .oom_failures = st.oom_failures,
+        .invalid_frees = st.invalid_frees,
+        .segments = st.blocks,
+        .largest_free_block = largest,
+    };
+}
+
+void ca_host_foreach_live(ca_host_pool *hp, void (*fn)(void *ctx, const void *p, size_t size),
+                          void *ctx)
+{
+    pthread_mutex_lock(&hp->lock);
+    for (size_t i = 0; i < hp->n; i++)
+        if (hp->by_addr[i]->live)
+            fn(ctx, (const void *)hp->by_addr[i]->addr, hp->by_addr[i]->requested);
     pthread_mutex_unlock(&hp->lock);
 }
 

@@ -29,6 +29,8 @@ typedef struct ca_host_backend {
 
 typedef struct ca_host_config {
     uint64_t limit_bytes; /* pinned bytes the pool may hold, live and cached; 0: no limit */
+    ca_trace_fn trace;    /* NULL: no timeline. Events HA, HF, HSA, HSF; device -1 */
+    void *trace_ctx;
 } ca_host_config;
 
 typedef struct ca_host_stats {
@@ -36,8 +38,15 @@ typedef struct ca_host_stats {
     uint64_t hits;                    /* served from a cached block */
     uint64_t driver_alloc_calls, driver_free_calls;
     uint64_t live_bytes, cached_bytes; /* driver sizes of the blocks held */
-    uint64_t peak_bytes;               /* the most live + cached ever held */
+    uint64_t waiting_bytes;            /* freed, waiting for the device before they are cached */
+    uint64_t requested_bytes;          /* what the program asked for, of the live blocks */
+    uint64_t peak_bytes;               /* the most live + cached + waiting ever held */
+    uint64_t peak_live_bytes;          /* the most live ever held */
+    uint64_t waits;                    /* device waits of frees */
     uint64_t oom_recoveries;           /* allocations served after the driver said no */
+    uint64_t oom_failures;             /* allocations refused (driver or limit) */
+    uint64_t invalid_frees;            /* frees inside a block, or of one already freed */
+    uint64_t blocks;                   /* driver allocations held, live and cached */
 } ca_host_stats;
 
 typedef struct ca_host_pool ca_host_pool;
@@ -69,6 +78,15 @@ uint64_t ca_host_trim(ca_host_pool *hp, uint64_t keep);
 
 /* A snapshot of the counters. */
 void ca_host_get_stats(ca_host_pool *hp, ca_host_stats *out);
+
+/* The same snapshot in a device's shape, for the statistics segment's "host" record:
+ * reserved = allocated + cached + pending, segments = driver allocations held, fences 0. */
+void ca_host_get_dev_stats(ca_host_pool *hp, ca_dev_stats *out);
+
+/* Calls fn for every block the program holds, in address order, under the pool's lock (fn
+ * must not call the pool): its start and the size asked. */
+void ca_host_foreach_live(ca_host_pool *hp, void (*fn)(void *ctx, const void *p, size_t size),
+                          void *ctx);
 
 /* The size class a request of size bytes is served from: the next power of two, at least a
  * page (PyTorch's CachingHostAllocator rounds the same way). */

@@ -84,3 +84,36 @@ int ca_leak_report(ca_arena *a, const char *api, FILE *out)
     fflush(out);
     return total;
 }
+
+typedef struct host_walk {
+    FILE *out;
+    int count;
+    uint64_t bytes;
+    int pass; /* 0: count, 1: list */
+} host_walk;
+
+static void visit_host(void *ctx, const void *p, size_t size)
+{
+    host_walk *w = ctx;
+    if (w->pass == 1 && w->count < LEAK_LIST_MAX)
+        fprintf(w->out, "  host: %p, %zu bytes\n", p, size);
+    w->count++;
+    w->bytes += size;
+}
+
+int ca_leak_report_host(ca_host_pool *hp, FILE *out)
+{
+    host_walk w = {out, 0, 0, 0};
+    ca_host_foreach_live(hp, visit_host, &w);
+    if (w.count == 0)
+        return 0;
+    int total = w.count;
+    fprintf(out, "cachealloc: %d pinned host allocation%s never freed (%" PRIu64 " bytes):\n",
+            total, total == 1 ? "" : "s", w.bytes);
+    w = (host_walk){out, 0, 0, 1};
+    ca_host_foreach_live(hp, visit_host, &w);
+    if (total > LEAK_LIST_MAX)
+        fprintf(out, "  ... and %d more\n", total - LEAK_LIST_MAX);
+    fflush(out);
+    return total;
+}

@@ -107,6 +107,10 @@ static const char *event_name(ca_trace_kind kind)
     case CA_TRACE_FREE: return "F";
     case CA_TRACE_SEG_ALLOC: return "SA";
     case CA_TRACE_SEG_FREE: return "SF";
+    case CA_TRACE_HOST_ALLOC: return "HA";
+    case CA_TRACE_HOST_FREE: return "HF";
+    case CA_TRACE_HOST_PIN: return "HSA";
+    case CA_TRACE_HOST_UNPIN: return "HSF";
     }
     return "?";
 }

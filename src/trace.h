@@ -1,6 +1,6 @@
 /* CACHEALLOC_TRACE: the allocation timeline as CSV, in the format of real GPU traces
- * (seq,time_us,event,handle,size,stream; events A, F, SA, SF), so one replay tool and one
- * plotting script read ours and recorded ones alike. */
+ * (seq,time_us,event,handle,size,stream; events A, F, SA, SF, and HA, HF, HSA, HSF for pinned
+ * host memory), so one replay tool and one plotting script read ours and recorded ones alike. */
 #ifndef CACHEALLOC_TRACE_H
 #define CACHEALLOC_TRACE_H
 

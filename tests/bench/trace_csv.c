@@ -145,8 +145,10 @@ static int take_line(trace *t, handle_map *m, size_t *cap, char *line, const cha
     const char *ev = f[2];
     int is_alloc = strcmp(ev, "A") == 0, is_free = strcmp(ev, "F") == 0;
     if (!is_alloc && !is_free) {
-        if (strcmp(ev, "FC") && strcmp(ev, "SA") && strcmp(ev, "SF")) {
-            *why = "unknown event (expected A, F, FC, SA or SF)";
+        /* Pinned host memory's events (HA, HF, HSA, HSF) are not the device's: skipped. */
+        if (strcmp(ev, "FC") && strcmp(ev, "SA") && strcmp(ev, "SF") && strcmp(ev, "HA") &&
+            strcmp(ev, "HF") && strcmp(ev, "HSA") && strcmp(ev, "HSF")) {
+            *why = "unknown event (expected A, F, FC, SA, SF, HA, HF, HSA or HSF)";
             return -1;
         }
         t->other_events++;

@@ -1,5 +1,6 @@
 /* Allocations for the leak report and the timeline: three allocated in leaky_function, one
- * freed; the other two are never freed. */
+ * freed; the other two are never freed. Pinned host memory too: 5000 bytes never freed, 6000
+ * freed. */
 #include "gpu.h"
 
 /* Not static, and the program is linked with -rdynamic: the report names it. */
@@ -20,6 +21,10 @@ int main(void)
     (void)a;
     (void)c;
     CHECK(gpuFree(b));
+    void *h = NULL, *g = NULL;
+    CHECK(gpuMallocHost(&h, 5000));
+    CHECK(gpuMallocHost(&g, 6000));
+    CHECK(gpuFreeHost(g));
     CHECK(gpuDeviceSynchronize());
     return 0;
 }

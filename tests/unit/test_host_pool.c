@@ -1,7 +1,8 @@
 /* The cache of pinned host memory against a fake driver: reuse by size class and exact flags,
  * the wait before a freed block is cached, the driver's refusals, the out-of-memory ladder
- * (cached blocks unpinned, then the exact size), the limit, and the range a live block
- * answers. */
+ * (cached blocks unpinned, then the exact size), the limit, the range a live block
+ * answers, and what it tells outside: counters in a device's shape, the timeline, the walk of
+ * live blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,8 @@ typedef struct fake {
     int allocs, releases, waits;
     int wait_status;
     void *token_seen;
+    ca_host_pool *hp;         /* set: the wait reads the pool's counters as they are then */
+    ca_dev_stats during_wait;
     void *pins[64];
     size_t sizes[64];
 } fake;
@@ -64,6 +67,8 @@ static int fake_wait(void *ctx, void *token)
     fake *f = ctx;
     f->waits++;
     f->token_seen = token;
+    if (f->hp)
+        ca_host_get_dev_stats(f->hp, &f->during_wait);
     return f->wait_status;
 }
 
@@ -94,6 +99,12 @@ static int teardown(void **state)
     assert_int_equal(x->f.pinned, 0);
     free(x);
     return 0;
+}
+
+static void expect_balanced(const ca_dev_stats *s)
+{
+    assert_int_equal(s->reserved_bytes,
+                     s->allocated_bytes + s->cached_bytes + s->pending_bytes);
 }
 
 static void *must_alloc(fixture *x, size_t size, unsigned flags)
@@ -245,6 +256,122 @@ static void test_a_live_block_answers_its_size(void **state)
     assert_false(ca_host_locate(x->hp, p, &start, &size));
 }
 
+/* The statistics segment's "host" record: the pool's state in a device's shape. */
+static void test_counters_in_a_devices_shape(void **state)
+{
+    fixture *x = *state;
+    char *p = must_alloc(x, 3 * MiB + 100, 0); /* a 4 MiB block */
+    void *q = must_alloc(x, MiB, 0);
+    x->f.hp = x->hp;
+    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    /* While the free waits, its block is neither the program's nor reusable. */
+    assert_int_equal(x->f.during_wait.pending_bytes, MiB);
+    assert_int_equal(x->f.during_wait.cached_bytes, 0);
+    expect_balanced(&x->f.during_wait);
+    assert_int_equal(ca_host_free(x->hp, p + 4096, NULL), CA_ERR_INVALID);
+    q = must_alloc(x, MiB - 1, 0);
+    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    ca_dev_stats s;
+    ca_host_get_dev_stats(x->hp, &s);
+    expect_balanced(&s);
+    assert_int_equal(s.reserved_bytes, 5 * MiB);
+    assert_int_equal(s.allocated_bytes, 4 * MiB);
+    assert_int_equal(s.cached_bytes, MiB);
+    assert_int_equal(s.pending_bytes, 0);
+    assert_int_equal(s.requested_bytes, 3 * MiB + 100);
+    assert_int_equal(s.peak_reserved_bytes, 5 * MiB);
+    assert_int_equal(s.peak_allocated_bytes, 5 * MiB);
+    assert_int_equal(s.alloc_calls, 3);
+    assert_int_equal(s.free_calls, 2);
+    assert_int_equal(s.cache_hits, 1);
+    assert_int_equal(s.driver_alloc_calls, 2);
+    assert_int_equal(s.driver_free_calls, 0);
+    assert_int_equal(s.device_syncs, 2);
+    assert_int_equal(s.invalid_frees, 1);
+    assert_int_equal(s.segments, 2);
+    assert_int_equal(s.largest_free_block, MiB);
+    assert_int_equal(s.fences, 0);
+    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+}
+
+static void test_refusals_are_counted(void **state)
+{
+    fixture *x = *state;
+    void *a = must_alloc(x, 8 * MiB, 0);
+    void *b = NULL;
+    assert_int_equal(ca_host_malloc(x->hp, MiB, 0, &b), CA_ERR_OOM); /* over the limit */
+    ca_dev_stats s;
+    ca_host_get_dev_stats(x->hp, &s);
+    assert_int_equal(s.oom_failures, 1);
+    assert_int_equal(s.alloc_calls, 1);
+    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+}
+
+typedef struct seen {
+    char kinds[16];
+    const void *ptrs[16];
+    size_t sizes[16];
+    int n;
+} seen;
+
+static void record(void *ctx, ca_trace_kind kind, int dev, const void *ptr, size_t size,
+                   ca_stream_t stream)
+{
+    seen *s = ctx;
+    assert_int_equal(dev, -1);
+    assert_null(stream);
+    assert_true(s->n < 16);
+    s->kinds[s->n] = (char)kind;
+    s->ptrs[s->n] = ptr;
+    s->sizes[s->n++] = size;
+}
+
+/* The timeline has the program's calls (the size asked) and the driver's (the size pinned). */
+static void test_the_timeline_has_every_call(void **state)
+{
+    (void)state;
+    fake f = {0};
+    seen s = {0};
+    ca_host_backend be = {&f, fake_alloc, fake_release, fake_wait};
+    ca_host_config cfg = {.trace = record, .trace_ctx = &s};
+    ca_host_pool *hp = ca_host_pool_create(&be, &cfg);
+    void *p = NULL, *q = NULL;
+    assert_int_equal(ca_host_malloc(hp, 3 * MiB, 0, &p), CA_OK);
+    assert_int_equal(ca_host_free(hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_malloc(hp, 4 * MiB, 0, &q), CA_OK);
+    assert_int_equal(ca_host_free(hp, q, NULL), CA_OK);
+    ca_host_pool_destroy(hp);
+    assert_int_equal(s.n, 6);
+    assert_memory_equal(s.kinds, "PHhHhp", 6);
+    const size_t sizes[6] = {4 * MiB, 3 * MiB, 3 * MiB, 4 * MiB, 4 * MiB, 4 * MiB};
+    for (int i = 0; i < 6; i++) {
+        assert_ptr_equal(s.ptrs[i], p);
+        assert_int_equal(s.sizes[i], sizes[i]);
+    }
+}
+
+static void count_live(void *ctx, const void *p, size_t size)
+{
+    seen *s = ctx;
+    s->ptrs[s->n] = p;
+    s->sizes[s->n++] = size;
+}
+
+/* The leak report's walk: the blocks the program holds, not the cached ones. */
+static void test_the_walk_finds_live_blocks_only(void **state)
+{
+    fixture *x = *state;
+    void *a = must_alloc(x, 100, 0);
+    void *b = must_alloc(x, MiB, 0);
+    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK);
+    seen s = {0};
+    ca_host_foreach_live(x->hp, count_live, &s);
+    assert_int_equal(s.n, 1);
+    assert_ptr_equal(s.ptrs[0], a);
+    assert_int_equal(s.sizes[0], 100);
+    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +385,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_the_limit_counts_live_and_cached_memory,
                                         setup_limited, teardown),
         cmocka_unit_test_setup_teardown(test_a_live_block_answers_its_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counters_in_a_devices_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals_are_counted, setup_limited, teardown),
+        cmocka_unit_test(test_the_timeline_has_every_call),
+        cmocka_unit_test_setup_teardown(test_the_walk_finds_live_blocks_only, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
