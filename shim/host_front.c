@@ -11,6 +11,7 @@
 #include "host_pool.h"
 #include "init.h"
 #include "process.h"
+#include "stats_source.h"
 
 /* The runtime's code of the last refusal the pool's backend saw in this thread. */
 static _Thread_local ca_rt_err last_code;
@@ -73,6 +74,7 @@ ca_rt_err ca_front_host_alloc(ca_runtime *rt, void **ptr, size_t size, unsigned 
     ca_host_pool *hp = pool_of(rt, true);
     if (!hp || !ptr || size == 0)
         return rt->fn.host_alloc ? rt->fn.host_alloc(ptr, size, flags) : rt->codes.not_initialized;
+    ca_stats_ensure(rt); /* a program may pin host memory before any device allocation */
     last_code = rt->codes.out_of_memory; /* a refusal by the limit, with no driver call */
     int rc = ca_host_malloc(hp, size, flags, ptr);
     return rc == CA_OK ? rt->codes.success : last_code;

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "clock.h"
+#include "host_pool.h"
 #include "process.h"
 #include "stats_source.h"
 #include "stats_writer.h"
@@ -24,6 +25,16 @@ static int src_device_count(void *ctx)
 static int src_read_device(void *ctx, int dev, ca_dev_stats *out)
 {
     return ca_get_stats(((ca_runtime *)ctx)->arena, dev, out);
+}
+
+/* Pinned host memory's pool, once the program has pinned through the cache. */
+static int src_read_host(void *ctx, ca_dev_stats *out)
+{
+    ca_host_pool *hp = atomic_load(&((ca_runtime *)ctx)->host_pool);
+    if (!hp)
+        return 0;
+    ca_host_get_dev_stats(hp, out);
+    return 1;
 }
 
 /* The monitor never calls the device during a stream capture: the request waits (capture.c). */
@@ -75,6 +86,7 @@ static CA_COLD void stats_start_slow(ca_runtime *rt)
                 .reclaim = src_reclaim,
                 .mem_info = src_mem_info,
                 .tick = src_tick,
+                .read_host = src_read_host,
             };
             ca_stats_start(&stats_src, rt->api, summary);
         }

@@ -26,8 +26,10 @@
 #define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
 /* Version 2 gave meaning to two of version 1's spare record words (the device's memory as the
  * driver reports it); version 3 to the last one (bytes given to neighbours) and to a flag of
- * the reclaim request. The layout is the same, so older segments still read, without them. */
-#define CA_STATS_ABI_VERSION 3u
+ * the reclaim request; version 4 to a spare header word, host_records: records that follow the
+ * device records and hold pinned host memory's pool. The layout is the same, so older segments
+ * still read, without them. */
+#define CA_STATS_ABI_VERSION 4u
 #define CA_STATS_ABI_VERSION_MIN 1u
 #define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
 #define CA_STATS_DEFAULT_DIR "/dev/shm"
@@ -39,6 +41,8 @@
 #define CA_STATS_DEVICE_CAPACITY 64u   /* records the writer creates (CA_MAX_DEVICES)   */
 #define CA_STATS_MAX_RECORDS 1024u     /* readers reject larger counts                  */
 #define CA_STATS_MAX_SEGMENT (1u << 20)/* readers reject larger files                   */
+#define CA_STATS_HOST_RECORDS 1u       /* host records the writer creates (version 4)   */
+#define CA_STATS_HOST_DEVICE UINT32_MAX /* the device word of a host record             */
 
 /* Reclaim requests: the reader sets reclaim_request to (seq << 16) | device code, seq one more
  * than the previous request's, device code 0 for every device or device + 1, plus
@@ -86,7 +90,9 @@ typedef struct ca_stats_values {
 enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
 #undef CA_STATS_COUNT_FIELD_
 
-/* One device. seq is the seqlock word; in_use is 0 for a slot the process never used.
+/* One device, or the pinned host memory pool (device CA_STATS_HOST_DEVICE, after the device
+ * records; its numbers mean for host memory what they mean for a device's, its mem_* and
+ * given_bytes are 0). seq is the seqlock word; in_use is 0 for a slot the process never used.
  * mem_*: the device's total and free memory as the driver (runtime) answered the monitor
  * thread at its last period; 0 total: not known yet, or the question failed (version 2).
  * given_bytes: released at other processes' requests, a counter (version 3). */
@@ -116,7 +122,9 @@ typedef struct ca_stats_header {
     uint64_t reclaim_done;     /* written by the writer: seq of the last request served    */
     uint64_t reclaim_bytes;    /* written by the writer: bytes released by that request    */
     uint64_t flags;            /* none defined yet: 0                                      */
-    uint64_t spare[4];
+    uint32_t host_records;     /* records after the device_capacity ones: host pools (v4)  */
+    uint32_t spare32;
+    uint64_t spare[3];
     char api[CA_STATS_API_LEN];          /* "cuda" or "hip", NUL-terminated                 */
     char config[CA_STATS_CONFIG_LEN];    /* configuration summary, NUL-terminated           */
     char cmdline[CA_STATS_CMDLINE_LEN];  /* arguments joined by spaces, truncated, NUL-term. */
@@ -136,6 +144,7 @@ _Static_assert(offsetof(ca_stats_header, heartbeat_ns) == 48, "header layout");
 _Static_assert(offsetof(ca_stats_header, reclaim_request) == 64, "header layout");
 _Static_assert(offsetof(ca_stats_header, reclaim_done) == 72, "header layout");
 _Static_assert(offsetof(ca_stats_header, reclaim_bytes) == 80, "header layout");
+_Static_assert(offsetof(ca_stats_header, host_records) == 96, "header layout");
 _Static_assert(offsetof(ca_stats_header, api) == 128, "header layout");
 _Static_assert(offsetof(ca_stats_header, config) == 144, "header layout");
 _Static_assert(offsetof(ca_stats_header, cmdline) == 384, "header layout");

@@ -150,23 +150,26 @@ static void remove_segment(void)
  * the fence, and on x86 every store is a release store anyway. */
 static void put64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
+/* What a record carries besides the counters. */
+typedef struct record_extra {
+    uint64_t mem_total, mem_free, given;
+} record_extra;
+
 /* Seqlock write of one record: odd while inside, even when done. One writer at a time
  * (g_pub_lock). */
-static void write_record(ca_stats_record *r, int dev, const ca_dev_stats *s, int in_use,
-                         const writer_state *st)
+static void write_record(ca_stats_record *r, uint32_t device, const ca_dev_stats *s, int in_use,
+                         const record_extra *x)
 {
-    uint64_t mem_total = in_use ? __atomic_load_n(&st->mem_total[dev], __ATOMIC_RELAXED) : 0;
-    uint64_t mem_free = in_use ? __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED) : 0;
     uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&r->device, (uint32_t)dev, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->device, device, __ATOMIC_RELEASE);
     __atomic_store_n(&r->in_use, (uint32_t)in_use, __ATOMIC_RELEASE);
 #define CA_PUT_FIELD_(name, kind, help) put64(&r->v.name, s->name);
     CA_STATS_FIELDS(CA_PUT_FIELD_)
 #undef CA_PUT_FIELD_
-    put64(&r->mem_total_bytes, mem_total);
-    put64(&r->mem_free_bytes, mem_free);
-    put64(&r->given_bytes, __atomic_load_n(&st->given[dev], __ATOMIC_RELAXED));
+    put64(&r->mem_total_bytes, x->mem_total);
+    put64(&r->mem_free_bytes, x->mem_free);
+    put64(&r->given_bytes, x->given);
     __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -191,8 +194,21 @@ static void publish_locked(writer_state *st)
         if (!in_use)
             memset(&s, 0, sizeof s);
         __atomic_store_n(&st->in_use[dev], (unsigned char)in_use, __ATOMIC_RELAXED);
-        write_record(record_at(st->hdr, (unsigned)dev), dev, &s, in_use, st);
+        record_extra x = {0, 0, __atomic_load_n(&st->given[dev], __ATOMIC_RELAXED)};
+        if (in_use) {
+            x.mem_total = __atomic_load_n(&st->mem_total[dev], __ATOMIC_RELAXED);
+            x.mem_free = __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED);
+        }
+        write_record(record_at(st->hdr, (unsigned)dev), (uint32_t)dev, &s, in_use, &x);
     }
+    ca_dev_stats host;
+    memset(&host, 0, sizeof host);
+    int host_in_use = st->src.read_host && st->src.read_host(st->src.ctx, &host) != 0;
+    if (!host_in_use)
+        memset(&host, 0, sizeof host);
+    static const record_extra none;
+    write_record(record_at(st->hdr, st->hdr->device_capacity), CA_STATS_HOST_DEVICE, &host,
+                 host_in_use, &none);
     /* device_used only grows: a reader never loses sight of a device it has seen. */
     if ((unsigned)count > used)
         __atomic_store_n(&st->hdr->device_used, (uint32_t)count, __ATOMIC_RELEASE);
@@ -401,7 +417,8 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
         pthread_mutex_unlock(&g_lock);
         return rc;
     }
-    size_t size = sizeof(ca_stats_header) + CA_STATS_DEVICE_CAPACITY * sizeof(ca_stats_record);
+    size_t size = sizeof(ca_stats_header) +
+                  (CA_STATS_DEVICE_CAPACITY + CA_STATS_HOST_RECORDS) * sizeof(ca_stats_record);
     writer_state *st = calloc(1, sizeof *st);
     int fd = st ? create_segment() : -1;
     int err = fd < 0 ? errno : 0;
@@ -429,6 +446,7 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
     h->header_size = sizeof *h;
     h->record_size = sizeof(ca_stats_record);
     h->device_capacity = CA_STATS_DEVICE_CAPACITY;
+    h->host_records = CA_STATS_HOST_RECORDS;
     h->uid = (uint32_t)geteuid();
     h->pid = (uint64_t)getpid();
     h->start_time = ca_stats_proc_start_time(0);

@@ -19,6 +19,7 @@ typedef struct ca_stats_source {
     int (*mem_info)(void *ctx, int dev, uint64_t *free_bytes,
                     uint64_t *total_bytes);                     /* 0 on success             */
     void (*tick)(void *ctx); /* may be NULL: once a round, on the monitor thread only */
+    int (*read_host)(void *ctx, ca_dev_stats *out); /* may be NULL; 0: no pinned pool yet */
 } ca_stats_source;
 
 /* What a source's reclaim answers when it cannot serve the request now (a stream capture is

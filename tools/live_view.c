@@ -34,7 +34,7 @@ typedef struct view {
     double rec_deadline;
 } view;
 
-static const int col_width[COL_COUNT] = {7, 8, 3, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
+static const int col_width[COL_COUNT] = {7, 8, 4, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
 
 static double now_s(void)
 {

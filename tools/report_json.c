@@ -15,6 +15,25 @@ static void maybe(FILE *out, const char *name, int known, uint64_t v)
         fprintf(out, ",\"%s\":null", name);
 }
 
+/* A pool's numbers, a device's or pinned host memory's alike. */
+static void pool_fields(FILE *out, const ca_stats_values *v)
+{
+    field(out, "reserved_bytes", v->reserved_bytes);
+    field(out, "allocated_bytes", v->allocated_bytes);
+    field(out, "cached_bytes", v->cached_bytes);
+    field(out, "pending_bytes", v->pending_bytes);
+    field(out, "peak_reserved_bytes", v->peak_reserved_bytes);
+    field(out, "peak_allocated_bytes", v->peak_allocated_bytes);
+    field(out, "alloc_calls", v->alloc_calls);
+    field(out, "free_calls", v->free_calls);
+    field(out, "cache_hits", v->cache_hits);
+    field(out, "driver_alloc_calls", v->driver_alloc_calls);
+    field(out, "driver_free_calls", v->driver_free_calls);
+    field(out, "oom_recoveries", v->oom_recoveries);
+    field(out, "oom_failures", v->oom_failures);
+    field(out, "largest_free_block_bytes", v->largest_free_block);
+}
+
 void top_report_json(FILE *out, const top_list *l)
 {
     fputs("{\"processes\":[", out);
@@ -29,28 +48,22 @@ void top_report_json(FILE *out, const top_list *l)
         field(out, "heartbeat_age_ms", p->heartbeat_age_ms);
         fputs(",\"devices\":[", out);
         for (unsigned k = 0; k < p->ndev; k++) {
-            const ca_stats_values *v = &p->dev[k].v;
             fprintf(out, "%s{\"device\":%u", k ? "," : "", p->dev[k].device);
-            field(out, "reserved_bytes", v->reserved_bytes);
-            field(out, "allocated_bytes", v->allocated_bytes);
-            field(out, "cached_bytes", v->cached_bytes);
-            field(out, "pending_bytes", v->pending_bytes);
-            field(out, "peak_reserved_bytes", v->peak_reserved_bytes);
-            field(out, "peak_allocated_bytes", v->peak_allocated_bytes);
-            field(out, "alloc_calls", v->alloc_calls);
-            field(out, "free_calls", v->free_calls);
-            field(out, "cache_hits", v->cache_hits);
-            field(out, "driver_alloc_calls", v->driver_alloc_calls);
-            field(out, "driver_free_calls", v->driver_free_calls);
-            field(out, "oom_recoveries", v->oom_recoveries);
-            field(out, "oom_failures", v->oom_failures);
-            field(out, "largest_free_block_bytes", v->largest_free_block);
+            pool_fields(out, &p->dev[k].v);
             maybe(out, "device_total_bytes", p->dev[k].has_mem, p->dev[k].mem_total);
             maybe(out, "device_free_bytes", p->dev[k].has_mem, p->dev[k].mem_free);
             field(out, "given_to_neighbours_bytes", p->dev[k].given);
             fputc('}', out);
         }
-        fputs("]}", out);
+        fputs("],\"host\":", out);
+        if (p->has_host) {
+            fputs("{\"pool\":\"pinned\"", out);
+            pool_fields(out, &p->host.v);
+            fputc('}', out);
+        } else {
+            fputs("null", out);
+        }
+        fputc('}', out);
     }
     fputs("]}\n", out);
 }

@@ -1,11 +1,29 @@
 /* OpenMetrics text: one family per field, named cachealloc_<field>; counters carry the
- * mandatory _total suffix on their samples. Dead processes are left out: their numbers are
- * no longer true. */
+ * mandatory _total suffix on their samples. A process's pinned host memory is a pool of the
+ * same families with device="host". Dead processes are left out: their numbers are no longer
+ * true. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "format.h"
 #include "report.h"
+
+static void sample(FILE *out, const top_proc *p, const top_dev *d, const char *name,
+                   int counter, size_t off)
+{
+    uint64_t v;
+    char dev[16];
+    memcpy(&v, (const char *)&d->v + off, sizeof v);
+    if (d->device == CA_STATS_HOST_DEVICE)
+        snprintf(dev, sizeof dev, "host");
+    else
+        snprintf(dev, sizeof dev, "%u", d->device);
+    fprintf(out, "cachealloc_%s%s{pid=\"%d\",device=\"%s\",command=\"", name,
+            counter ? "_total" : "", p->pid, dev);
+    top_label_escape(out, p->cmdline);
+    fprintf(out, "\"} %llu\n", (unsigned long long)v);
+}
 
 static void samples(FILE *out, const top_list *l, const char *name, int counter, size_t off)
 {
@@ -13,13 +31,10 @@ static void samples(FILE *out, const top_list *l, const char *name, int counter,
         const top_proc *p = &l->procs[i];
         if (!p->alive)
             continue;
-        for (unsigned k = 0; k < p->ndev; k++) {
-            uint64_t v = *(const uint64_t *)((const char *)&p->dev[k].v + off);
-            fprintf(out, "cachealloc_%s%s{pid=\"%d\",device=\"%u\",command=\"", name,
-                    counter ? "_total" : "", p->pid, p->dev[k].device);
-            top_label_escape(out, p->cmdline);
-            fprintf(out, "\"} %llu\n", (unsigned long long)v);
-        }
+        for (unsigned k = 0; k < p->ndev; k++)
+            sample(out, p, &p->dev[k], name, counter, off);
+        if (p->has_host)
+            sample(out, p, &p->host, name, counter, off);
     }
 }
 

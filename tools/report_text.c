@@ -25,7 +25,7 @@ static void device_lines(FILE *out, const top_list *l)
 
 void top_report_text(FILE *out, const top_list *l)
 {
-    static const int width[COL_COUNT] = {7, 8, 3, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
+    static const int width[COL_COUNT] = {7, 8, 4, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
     top_row *rows;
     unsigned n = top_rows_build(l, &rows);
     top_rows_sort(rows, n, COL_PID);

@@ -15,17 +15,19 @@ unsigned top_rows_build(const top_list *l, top_row **rows)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < l->n; i++)
-        n += l->procs[i].ndev ? l->procs[i].ndev : 1;
+        n += (l->procs[i].ndev ? l->procs[i].ndev : 1) + (l->procs[i].has_host ? 1 : 0);
     *rows = calloc(n ? n : 1, sizeof **rows);
     if (!*rows)
         return 0;
     unsigned k = 0;
     for (unsigned i = 0; i < l->n; i++) {
         const top_proc *p = &l->procs[i];
-        if (!p->ndev)
+        if (!p->ndev && !p->has_host)
             (*rows)[k++] = (top_row){p, NULL};
         for (unsigned d = 0; d < p->ndev; d++)
             (*rows)[k++] = (top_row){p, &p->dev[d]};
+        if (p->has_host)
+            (*rows)[k++] = (top_row){p, &p->host};
     }
     return k;
 }
@@ -127,7 +129,12 @@ void top_cell(const top_row *r, top_col c, char *buf, size_t len)
     switch (c) {
     case COL_PID: snprintf(buf, len, "%d", r->proc->pid); break;
     case COL_USER: top_user_name(r->proc->uid, buf, len); break;
-    case COL_DEV: snprintf(buf, len, "%u", d->device); break;
+    case COL_DEV:
+        if (d->device == CA_STATS_HOST_DEVICE)
+            snprintf(buf, len, "host");
+        else
+            snprintf(buf, len, "%u", d->device);
+        break;
     case COL_API: snprintf(buf, len, "%s", r->proc->alive ? r->proc->api : "dead"); break;
     case COL_HIT: {
         double h = top_hit_rate(d);

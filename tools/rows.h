@@ -1,5 +1,5 @@
-/* The table model shared by --once and the live view: one row per process and device,
- * sortable by a column. */
+/* The table model shared by --once and the live view: one row per process and device, and one
+ * for its pinned host memory ("host"), sortable by a column. */
 #ifndef CACHEALLOC_TOP_ROWS_H
 #define CACHEALLOC_TOP_ROWS_H
 
@@ -12,13 +12,15 @@ typedef enum top_col {
 
 typedef struct top_row {
     const top_proc *proc;
-    const top_dev *dev;   /* NULL: the process has published no device yet */
+    const top_dev *dev;   /* NULL: the process has published nothing yet; the host pool's
+                           * device is CA_STATS_HOST_DEVICE */
 } top_row;
 
 /* Column titles, indexed by top_col. */
 extern const char *const top_col_title[COL_COUNT];
 
-/* One row per (process, device) of l into *rows (malloc'd); returns the count. */
+/* One row per (process, device) of l, and per process pinning host memory, into *rows
+ * (malloc'd); returns the count. */
 unsigned top_rows_build(const top_list *l, top_row **rows);
 
 /* Sort: numbers descending (the biggest users first), pid, user, command ascending. */

@@ -53,7 +53,13 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
         return fail(why, whylen, "device capacity too large");
     if (h->device_used > h->device_capacity)
         return fail(why, whylen, "more devices used than capacity");
-    uint64_t need = (uint64_t)h->header_size + (uint64_t)h->device_capacity * h->record_size;
+    /* Before version 4 the word was spare: no host records. */
+    if (h->abi_version < 4)
+        h->host_records = 0;
+    if (h->host_records > CA_STATS_MAX_RECORDS - h->device_capacity)
+        return fail(why, whylen, "too many host records");
+    uint64_t need = (uint64_t)h->header_size +
+                    (uint64_t)(h->device_capacity + h->host_records) * h->record_size;
     if (need > CA_STATS_MAX_SEGMENT)
         return fail(why, whylen, "segment too large");
     if (need > len)
@@ -64,11 +70,24 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
 int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size)
 {
     ca_stats_header h;
-    if (header_geometry(buf, len, &h, NULL, 0) != 0 || i >= h.device_capacity)
+    if (header_geometry(buf, len, &h, NULL, 0) != 0 || i >= h.device_capacity + h.host_records)
         return 0;
     *off = (size_t)h.header_size + (size_t)i * h.record_size;
     *size = h.record_size;
     return 1;
+}
+
+unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsigned max)
+{
+    ca_stats_header h;
+    unsigned n = 0;
+    if (header_geometry(buf, len, &h, NULL, 0) != 0)
+        return 0;
+    for (unsigned i = 0; i < h.device_used && n < max; i++)
+        idx[n++] = i;
+    for (unsigned i = 0; i < h.host_records && n < max; i++)
+        idx[n++] = h.device_capacity + i;
+    return n;
 }
 
 int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top_proc *out,
@@ -122,6 +141,19 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
             d->mem_free = rec.mem_free_bytes;
         }
         d->given = h.abi_version >= 3 ? rec.given_bytes : 0; /* a spare word before */
+    }
+    /* The first host record is the pool of pinned memory; later ones are for later writers. */
+    if (h.host_records) {
+        const unsigned char *r = base + h.header_size + (size_t)h.device_capacity * h.record_size;
+        ca_stats_record rec;
+        memcpy(&rec, r, sizeof rec);
+        if (rd64(r) & 1u)
+            out->nbusy++;
+        else if (rec.in_use && rec.device == CA_STATS_HOST_DEVICE) {
+            out->has_host = 1;
+            out->host.device = CA_STATS_HOST_DEVICE;
+            out->host.v = rec.v;
+        }
     }
     return 0;
 }

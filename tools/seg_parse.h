@@ -31,6 +31,8 @@ typedef struct top_proc {
     unsigned ndev;          /* published records in use, in device order */
     unsigned nbusy;         /* records skipped: the writer was inside them */
     top_dev *dev;           /* ndev entries (malloc'd; top_proc_clear frees) */
+    int has_host;           /* the process pins host memory through the cache (ABI v4)  */
+    top_dev host;           /* then its pool, device CA_STATS_HOST_DEVICE               */
     int alive;              /* set by the scanner, not by the parser */
     int responding;         /* scanner: alive, and its heartbeat is recent */
     uint64_t heartbeat_age_ms; /* scanner: how old the heartbeat was when read */
@@ -42,9 +44,14 @@ typedef struct top_proc {
 int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top_proc *out,
                   char *why, size_t whylen);
 
-/* Offset and size of record i when the header in buf is valid enough to locate it; 0 when
- * the record lies outside buf. Used by the scanner to re-read records under their seqlock. */
+/* Offset and size of record i (device records, then host records) when the header in buf is
+ * valid enough to locate it; 0 when the record lies outside buf. Used by the scanner to re-read
+ * records under their seqlock. */
 int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size);
+
+/* The indices of the records a reader reads in buf's segment: the device records published,
+ * then the host records; the count, at most max, into idx. */
+unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsigned max);
 
 /* Free what a parsed top_proc owns. */
 void top_proc_clear(top_proc *p);

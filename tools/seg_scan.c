@@ -127,10 +127,10 @@ int top_read_segment(int dirfd, const char *name, top_proc *out, char *why, size
         snprintf(why, whylen, "short read (truncated while reading?)");
     } else {
         size_t len = (size_t)st.st_size, off, size;
-        ca_stats_header h;
-        memcpy(&h, buf, sizeof h);
+        unsigned idx[CA_STATS_MAX_RECORDS];
+        unsigned used = top_seg_records_used(buf, len, idx, CA_STATS_MAX_RECORDS);
         /* A record that never settles is marked torn (odd seq): the parser skips it. */
-        for (unsigned i = 0; i < h.device_used && top_seg_record_span(buf, len, i, &off, &size); i++)
+        for (unsigned k = 0; k < used && top_seg_record_span(buf, len, idx[k], &off, &size); k++)
             if (reread_record(fd, buf + off, off, size) != 0) {
                 uint64_t torn = 1;
                 memcpy(buf + off, &torn, sizeof torn);

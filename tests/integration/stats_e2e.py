@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cachealloc-top against a live program under the shim: --json matches what the program did,
---reclaim lowers its reserved memory, and once the program is killed its segment is shown dead
+--reclaim lowers its reserved memory, pinned host memory shows as its own pool, and once the program is killed its segment is shown dead
 and removed; with CACHEALLOC_STATS=0 nothing is published.   stats_e2e.py TOP PROGRAM"""
 import json
 import os
@@ -58,6 +58,11 @@ with tempfile.TemporaryDirectory() as shm:
             fail("allocated %d cached %d" % (d["allocated_bytes"], d["cached_bytes"]))
         if d["alloc_calls"] != 3 or d["free_calls"] != 1 or d["reserved_bytes"] != 192 * MiB:
             fail("calls or reserved wrong")
+        # Pinned host memory, a pool of its own: 3 MiB in a 4 MiB block, 1 MiB cached.
+        h = p["host"]
+        if h is None or (h["allocated_bytes"], h["cached_bytes"], h["reserved_bytes"],
+                         h["alloc_calls"], h["free_calls"]) != (4 * MiB, MiB, 5 * MiB, 2, 1):
+            fail("host pool %r" % h)
         # The device's memory as the real driver (runtime) answers the shim's monitor thread:
         # the simulated 8 GiB, less the cache's segments.
         for _ in range(50):

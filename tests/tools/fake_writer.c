@@ -1,11 +1,13 @@
 /* A process that publishes statistics from a fake source, for the cachealloc-top tests.
  *
  *   fake_writer [--devices N] [--mib M] [--api NAME] [--config TEXT] [--total-mib T]
+ *               [--host-mib H]
  *
  * Device d reports reserved = (d + 1) * M MiB, half of it allocated, a quarter cached, a
  * quarter pending; reclaim gives the cached bytes back. Its memory, as a driver would report
  * it: T MiB in all (default 16384; 0: the question fails), of which an eighth is used by
- * others and the reserved bytes by this process. Prints "ready <pid>" once the segment
+ * others and the reserved bytes by this process. With H, a pool of pinned host memory of H MiB,
+ * three quarters of it the program's, a quarter cached. Prints "ready <pid>" once the segment
  * exists, then sleeps (never calling the writer again) until SIGTERM or SIGINT, and exits
  * normally so that the atexit handler removes the segment. */
 #include <pthread.h>
@@ -22,6 +24,7 @@ static int g_devices = 1;
 static uint64_t g_unit = 1u << 20;
 static uint64_t g_cached[CA_MAX_DEVICES], g_reserved[CA_MAX_DEVICES];
 static uint64_t g_total = (uint64_t)16384 << 20;
+static uint64_t g_host; /* pinned host pool's bytes; 0: none */
 
 static int fake_count(void *ctx)
 {
@@ -55,6 +58,23 @@ static int fake_read(void *ctx, int dev, ca_dev_stats *o)
     o->segments = 4;
     o->largest_free_block = g_cached[dev];
     pthread_mutex_unlock(&g_lock);
+    return 1;
+}
+
+static int fake_host(void *ctx, ca_dev_stats *o)
+{
+    (void)ctx;
+    if (!g_host)
+        return 0;
+    memset(o, 0, sizeof *o);
+    o->reserved_bytes = g_host;
+    o->allocated_bytes = g_host / 4 * 3;
+    o->cached_bytes = g_host / 4;
+    o->alloc_calls = 500;
+    o->free_calls = 499;
+    o->cache_hits = 498;
+    o->driver_alloc_calls = 2;
+    o->segments = 2;
     return 1;
 }
 
@@ -106,6 +126,8 @@ int main(int argc, char **argv)
             api = argv[i + 1];
         else if (!strcmp(argv[i], "--config"))
             config = argv[i + 1];
+        else if (!strcmp(argv[i], "--host-mib"))
+            g_host = strtoull(argv[i + 1], NULL, 10) << 20;
         else if (!strcmp(argv[i], "--total-mib"))
             g_total = strtoull(argv[i + 1], NULL, 10) << 20;
     }
@@ -120,7 +142,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem, NULL};
+    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem, NULL, fake_host};
     if (ca_stats_start(&src, api, config) != 0) {
         perror("ca_stats_start");
         return 1;

@@ -13,6 +13,7 @@ from toptest import SkipTest, main, proc_of  # noqa: E402
 # Offsets fixed by the static assertions of stats_abi.h.
 OFF_MAGIC, OFF_VERSION, OFF_HSIZE, OFF_RSIZE, OFF_CAP, OFF_USED, OFF_UID, OFF_PID = \
     0, 8, 12, 16, 20, 24, 28, 32
+OFF_HOST_RECORDS, HEADER_SIZE, RECORD_SIZE = 96, 1024, 192
 FAKE_PID = 999000  # above any pid_max default, so never alive
 
 
@@ -54,7 +55,7 @@ def test_bad_headers_skipped(env):
         2: with_pid(FAKE_PID + 2)[:100],                          # truncated header
         3: with_pid(FAKE_PID + 3)[:2000],                         # truncated records
         4: put(with_pid(FAKE_PID + 4), OFF_MAGIC, "<Q", 0x1122334455667788),
-        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 4),      # a newer ABI than ours
+        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 5),      # a newer ABI than ours
         6: put(with_pid(FAKE_PID + 6), OFF_HSIZE, "<I", 64),
         7: put(with_pid(FAKE_PID + 7), OFF_RSIZE, "<I", 1 << 30),
         8: put(with_pid(FAKE_PID + 8), OFF_CAP, "<I", 0xFFFFFFFF),
@@ -63,6 +64,8 @@ def test_bad_headers_skipped(env):
         11: put(with_pid(FAKE_PID + 11), OFF_UID, "<I", 4242),     # header uid differs from name
         12: with_pid(FAKE_PID + 12) + bytearray(2 << 20),          # larger than any segment
         13: put(with_pid(FAKE_PID + 13), OFF_VERSION, "<I", 0),
+        14: put(with_pid(FAKE_PID + 14), OFF_HOST_RECORDS, "<I", 0xFFFFFFFF),
+        15: with_pid(FAKE_PID + 15)[:HEADER_SIZE + 64 * RECORD_SIZE],  # host record cut off
     }
     for n, data in cases.items():
         write_seg(env, FAKE_PID + n, data)
@@ -72,6 +75,7 @@ def test_bad_headers_skipped(env):
     for n in cases:
         assert "cachealloc.%d.%d" % (os.geteuid(), FAKE_PID + n) in notes, (n, notes)
     assert "bad magic" in notes and "unsupported ABI version" in notes
+    assert "too many host records" in notes, notes
     # skipped, not removed: only a validated segment of a dead process is reaped
     assert os.path.exists(env.seg_path(FAKE_PID + 4))
 

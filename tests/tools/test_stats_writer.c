@@ -84,7 +84,25 @@ static int src_mem(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_byt
     return 0;
 }
 
-static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem, NULL};
+/* Pinned host memory: none until g_host is set, then a pool whose numbers derive from it. */
+static uint64_t g_host; /* atomic */
+
+static int src_host(void *ctx, ca_dev_stats *o)
+{
+    (void)ctx;
+    uint64_t h = __atomic_load_n(&g_host, __ATOMIC_ACQUIRE);
+    if (!h)
+        return 0;
+    memset(o, 0, sizeof *o);
+    o->allocated_bytes = h;
+    o->cached_bytes = 2 * h;
+    o->reserved_bytes = 3 * h;
+    o->alloc_calls = 7;
+    return 1;
+}
+
+static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem, NULL,
+                                      src_host};
 static char g_dir[] = "/tmp/ca-stats-test.XXXXXX";
 
 static void seg_name(int pid, char *buf, size_t len)
@@ -194,6 +212,33 @@ static void test_fields_published(void **state)
     assert_int_equal(p.dev[0].v.alloc_calls, 42);
     assert_int_equal(p.dev[0].v.reserved_bytes, 42000 + 420 + g_cached);
     top_proc_clear(&p);
+}
+
+/* The host record follows the device records, is read only once the pool exists, and is
+ * never counted as a device. */
+static void test_host_pool_published(void **state)
+{
+    (void)state;
+    top_proc p;
+    ca_stats_publish();
+    assert_int_equal(read_self(&p), 0);
+    assert_false(p.has_host);
+    top_proc_clear(&p);
+    __atomic_store_n(&g_host, 4096, __ATOMIC_RELEASE);
+    ca_stats_publish();
+    assert_int_equal(read_self(&p), 0);
+    assert_true(p.has_host);
+    assert_int_equal(p.host.device, CA_STATS_HOST_DEVICE);
+    assert_int_equal(p.host.v.allocated_bytes, 4096);
+    assert_int_equal(p.host.v.cached_bytes, 8192);
+    assert_int_equal(p.host.v.reserved_bytes, 3 * 4096);
+    assert_int_equal(p.host.v.alloc_calls, 7);
+    assert_int_equal(p.ndev, 1);
+    assert_int_equal(p.dev[0].device, 0);
+    assert_int_equal(p.abi_version, 4);
+    top_proc_clear(&p);
+    __atomic_store_n(&g_host, 0, __ATOMIC_RELEASE);
+    ca_stats_publish();
 }
 
 static void test_monitor_publishes_and_beats(void **state)
@@ -540,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_segment_created_private),
         cmocka_unit_test(test_header_fields),
         cmocka_unit_test(test_fields_published),
+        cmocka_unit_test(test_host_pool_published),
         cmocka_unit_test(test_monitor_publishes_and_beats),
         cmocka_unit_test(test_device_memory_from_monitor_only),
         cmocka_unit_test(test_seqlock_consistency),

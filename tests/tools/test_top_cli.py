@@ -13,7 +13,7 @@ from toptest import main, proc_of, wait_until  # noqa: E402
 
 MIB = 1 << 20
 JSON_PROCESS_KEYS = ["pid", "uid", "command", "api", "alive", "responding", "heartbeat_age_ms",
-                     "devices"]
+                     "devices", "host"]
 JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes",
                     "pending_bytes", "peak_reserved_bytes", "peak_allocated_bytes",
                     "alloc_calls", "free_calls", "cache_hits", "driver_alloc_calls",
@@ -147,6 +147,34 @@ def test_prometheus(env):
         except ValueError:
             continue
         raise AssertionError("checker accepted broken text")
+
+
+def test_host_pool_row(env):
+    # Pinned host memory is a pool of its own: a "host" row, a "host" object, device="host"
+    # samples; never part of a device's bar.
+    _, a = env.writer("--devices", 1, "--mib", 64, "--host-mib", 32, "--total-mib", 1024)
+    _, b = env.writer("--devices", 1, "--mib", 8)
+    mem_published(env, a)
+    doc = env.json()
+    h = proc_of(doc, a)["host"]
+    assert proc_of(doc, b)["host"] is None
+    assert h["pool"] == "pinned" and h["reserved_bytes"] == 32 * MIB, h
+    assert h["allocated_bytes"] == 24 * MIB and h["cached_bytes"] == 8 * MIB, h
+    assert h["alloc_calls"] == 500 and h["cache_hits"] == 498 and h["driver_alloc_calls"] == 2
+    assert [d["device"] for d in proc_of(doc, a)["devices"]] == [0]
+    out = env.run("--once").stdout
+    rows = table_rows(out, a)
+    assert [r[2] for r in rows] == ["0", "host"], out
+    assert " ".join(rows[1][4:6]) == "32.0 MiB", out
+    assert [r[2] for r in table_rows(out, b)] == ["0"], out
+    # the device's bar counts the device's pools only: 64 + 8 MiB held, 128 MiB by others
+    assert "DEV0   [" in out and "200 MiB used of 1.00 GiB" in out, out
+    samples = check_openmetrics.check(env.run("--prometheus").stdout)
+    host = {n: v for (n, lab), v in samples.items()
+            if dict(lab)["pid"] == str(a) and dict(lab).get("device") == "host"}
+    assert host["cachealloc_reserved_bytes"] == 32 * MIB, host
+    assert host["cachealloc_cache_hits_total"] == 498, host
+    assert "cachealloc_device_total_bytes" not in host, host
 
 
 def test_prometheus_escapes_command(env):
