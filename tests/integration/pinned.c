@@ -11,6 +11,10 @@
  *           the cache compares with the plain one (compare.sh)
  *   bad     frees the driver refuses, printed with their codes: inside a block, twice,
  *           malloc memory
+ *   ladder  under a limit of 10 MiB pinned (SIMDEV_PINNED_LIMIT, as a container's): blocks of
+ *           three flag sets freed and allocated in turn, then one whose size class would pass
+ *           the limit; every call succeeds plainly, so under the cache too, which must unpin
+ *           what it holds free, then pin the size asked rather than its class
  * Prints one line per result; exits 1 when a case fails. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -175,6 +179,36 @@ static int flags(void)
     return 0;
 }
 
+static int ladder(void)
+{
+    static const struct { size_t size; unsigned flags; bool keep; } steps[] = {
+        {4 * MIB, 0, false},       /* cached: 4 MiB held           */
+        {4 * MIB, 1, false},       /* another flag set: 8 MiB held  */
+        {4 * MIB, 4, true},        /* 12 MiB would pass: unpin all  */
+        {5 * MIB, 0, true},        /* class 8 MiB passes; 5 MiB fits */
+    };
+    void *kept[4] = {0};
+    int n = 0, failed = 0;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        void *p = NULL;
+        gpuError_t e = host_alloc(&p, steps[i].size, steps[i].flags);
+        printf("pin %zu MiB, flags %#x: %d\n", steps[i].size / MIB, steps[i].flags, (int)e);
+        if (e != gpuSuccess) {
+            failed = 1;
+            (void)gpuGetLastError();
+            continue;
+        }
+        memset(p, (int)i, steps[i].size);
+        if (steps[i].keep)
+            kept[n++] = p;
+        else
+            CHECK(gpuFreeHost(p));
+    }
+    for (int i = 0; i < n; i++)
+        CHECK(gpuFreeHost(kept[i]));
+    return failed;
+}
+
 static int bad(void)
 {
     char *p = NULL;
@@ -196,6 +230,8 @@ int main(int argc, char **argv)
     const char *c = argc > 1 ? argv[1] : "";
     if (strcmp(c, "loop") == 0)
         return loop(argc > 2 ? atoi(argv[2]) : 200);
+    if (strcmp(c, "ladder") == 0)
+        return ladder();
     if (strcmp(c, "reuse") == 0)
         return reuse();
     if (strcmp(c, "flags") == 0)

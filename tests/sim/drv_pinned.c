@@ -240,6 +240,24 @@ static void counters(void)
     CHECK_EQ(t.host_frees, c.host_frees);
 }
 
+/* SIMDEV_PINNED_LIMIT=8M: pinning past 8 MiB held in all is out of memory, managed memory
+ * does not count, and a free makes room again. */
+static void limit(void)
+{
+    void *a = NULL, *b = NULL, *c = NULL;
+    CU_OK(cuMemHostAlloc(&a, 5 * MiB, 0));
+    CHECK_EQ(cuMemAllocHost(&b, 4 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(cuMemHostAlloc(&b, 4 * MiB, CU_MEMHOSTALLOC_PORTABLE), CUDA_ERROR_OUT_OF_MEMORY);
+    CUdeviceptr managed;
+    CU_OK(cuMemAllocManaged(&managed, 4 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemAllocHost(&b, 3 * MiB));
+    CU_OK(cuMemFreeHost(a));
+    CU_OK(cuMemHostAlloc(&c, 5 * MiB, 0));
+    CU_OK(cuMemFreeHost(b));
+    CU_OK(cuMemFreeHost(c));
+    CU_OK(cuMemFree(managed));
+}
+
 /* Pinning costs time in proportion to the size (lower bounds only: a loaded machine may take
  * longer, never less). The defaults, 900 us + 490 us/MiB to pin and 380 us + 150 us/MiB to
  * unpin, make a 1 MiB block at least 1.39 ms and its free at least 0.53 ms. */
@@ -306,7 +324,7 @@ int main(int argc, char **argv)
     static const struct sim_case cases[] = {
         {"flags", flags}, {"pointers", pointers}, {"bad_frees", bad_frees},
         {"counters", counters}, {"default_price", default_price}, {"price", price},
-        {"free_waits", free_waits},
+        {"free_waits", free_waits}, {"limit", limit},
     };
     return sim_run_case("drv_pinned", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -219,6 +219,23 @@ static void counters(void)
     hipGetLastError();
 }
 
+/* SIMDEV_PINNED_LIMIT=8M: as the driver's case, with HIP's code. */
+static void limit(void)
+{
+    void *a = NULL, *b = NULL, *c = NULL, *managed = NULL;
+    HIP_OK(hipHostMalloc(&a, 5 * MiB, 0));
+    CHECK_EQ(hipMallocHost(&b, 4 * MiB), hipErrorOutOfMemory);
+    CHECK_EQ(hipHostMalloc(&b, 4 * MiB, hipHostMallocPortable), hipErrorOutOfMemory);
+    HIP_OK(hipMallocManaged(&managed, 4 * MiB, hipMemAttachGlobal));
+    HIP_OK(hipHostMalloc(&b, 3 * MiB, 0));
+    HIP_OK(hipHostFree(a));
+    HIP_OK(hipHostMalloc(&c, 5 * MiB, 0));
+    HIP_OK(hipHostFree(b));
+    HIP_OK(hipHostFree(c));
+    HIP_OK(hipFree(managed));
+    hipGetLastError();
+}
+
 /* Lower bounds only. Run with SIMDEV_HOST_ALLOC_US=20000, SIMDEV_HOST_ALLOC_US_PER_MIB=10000,
  * SIMDEV_HOST_FREE_US=15000 and SIMDEV_HOST_FREE_US_PER_MIB=5000. */
 static void price(void)
@@ -283,7 +300,7 @@ int main(int argc, char **argv)
     static const struct sim_case cases[] = {
         {"flags", flags}, {"pointers", pointers}, {"bad_frees", bad_frees},
         {"counters", counters}, {"default_price", default_price}, {"price", price},
-        {"free_waits", free_waits},
+        {"free_waits", free_waits}, {"limit", limit},
     };
     return sim_run_case("hip_pinned", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

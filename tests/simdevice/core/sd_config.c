@@ -126,6 +126,7 @@ static void cfg_read(void)
     sd_cfg.host_alloc_us_per_mib = env_us("SIMDEV_HOST_ALLOC_US_PER_MIB", 490, "490");
     sd_cfg.host_free_us = env_us("SIMDEV_HOST_FREE_US", 380, "380");
     sd_cfg.host_free_us_per_mib = env_us("SIMDEV_HOST_FREE_US_PER_MIB", 150, "150");
+    sd_cfg.pinned_limit = env_size("SIMDEV_PINNED_LIMIT", 0, "0 (no limit)");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
     sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,

@@ -21,6 +21,7 @@ struct sd_config {
     double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
         vmm_unmap_us, vmm_access_us;
     double host_alloc_us, host_alloc_us_per_mib, host_free_us, host_free_us_per_mib;
+    size_t pinned_limit; /* pinned bytes the process may hold; 0: no limit */
     int verbose;
     int hip_reentrant; /* hipMalloc calls the exported hipExtMallocWithFlags (1) or
                         * hipMallocAsync (2) (SIMDEV_HIP_REENTRANT) */

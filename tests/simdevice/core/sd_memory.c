@@ -207,8 +207,12 @@ int sd_mem_info(size_t *free_bytes, size_t *total)
 
 #define MIB ((double)(1u << 20))
 
+/* Pinned host bytes the process holds, all devices together (under sd_lock). */
+static size_t pinned_held;
+
 /* Pinned or managed host memory; `flags` are kept with a pinned block. Pinning costs time in
- * proportion to its size (docs/gpu.md finding 12); managed memory's cost is not modelled. */
+ * proportion to its size (docs/gpu.md finding 12); managed memory's cost is not modelled.
+ * Pinning past SIMDEV_PINNED_LIMIT is out of memory, as under a container's memory limit. */
 static int host_alloc(void **p, size_t n, bool managed, unsigned flags)
 {
     int rc;
@@ -225,6 +229,8 @@ static int host_alloc(void **p, size_t n, bool managed, unsigned flags)
     if (managed && !sd_dev_fits(d, rsize)) {
         d->c.oom++;
         rc = SD_ENOMEM;
+    } else if (!managed && sd_cfg.pinned_limit && n > sd_cfg.pinned_limit - pinned_held) {
+        rc = SD_ENOMEM;
     } else {
         /* span carries the device id, async says managed: fields reused for host records */
         struct sd_alloc a = {.addr = (uintptr_t)m, .size = n, .rsize = managed ? rsize : 0,
@@ -237,6 +243,7 @@ static int host_alloc(void **p, size_t n, bool managed, unsigned flags)
         } else {
             d->c.host_allocs++;
             d->c.host_bytes += n;
+            pinned_held += n;
         }
     }
     pthread_mutex_unlock(&sd_lock);
@@ -296,6 +303,7 @@ int sd_host_free(void *p)
         } else {
             d->c.host_frees++;
             d->c.host_bytes -= a->size;
+            pinned_held -= a->size;
         }
         sd_table_remove(&host_allocs, (uintptr_t)p);
     }
