@@ -46,6 +46,10 @@ static void after_fork_child(void)
         ca_runtime *rt = ca_runtime_by_slot(i);
         if (rt != NULL)
             ca_arena_forget(rt->arena);
+        /* The parent's pinned blocks are plain copies here, and its pool's lock may be held:
+         * the child starts a pool of its own (the old one is left, never touched). */
+        if (rt != NULL)
+            atomic_store(&rt->host_pool, NULL);
     }
     ca_streams_after_fork();
     ca_capture_after_fork();

@@ -1,5 +1,6 @@
 /* cudaMemGetInfo counts cached bytes as free; cudaDeviceReset empties the device's cache; a
- * forked child allocates normally, from an empty cache. The simulator's stream threads do not
+ * forked child allocates normally, from an empty cache (pinned host memory too: the parent's
+ * cached pinned block is a plain copy in the child). The simulator's stream threads do not
  * survive fork (nor does a real CUDA context), so the child only allocates and frees. */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +46,9 @@ int main(void)
     use_block(64 * MIB, 7); /* the forgotten segment is not handed out: a new one is made */
     EXPECT(simdev_allocs(sim_counters(0)) == mallocs + 1);
 
+    void *h;
+    CHECK(gpuMallocHost(&h, MIB));
+    CHECK(gpuFreeHost(h)); /* cached */
     pid_t pid = fork();
     EXPECT(pid >= 0);
     if (pid == 0) {
@@ -60,6 +64,12 @@ int main(void)
             _exit(4);
         if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != before + 1)
             _exit(5); /* ... and the child's own cache works */
+        uint64_t pins = sim_counters(-1).host_allocs;
+        void *g;
+        if (gpuMallocHost(&g, MIB) != gpuSuccess || sim_counters(-1).host_allocs != pins + 1)
+            _exit(6);
+        if (gpuFreeHost(g) != gpuSuccess)
+            _exit(7);
         _exit(0);
     }
     int status = 0;
