@@ -5,9 +5,10 @@ set -euo pipefail
 
 # Debian packages: build tools, the C test framework, the real HIP headers and library,
 # ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts,
-# g++ for the CUB peer benchmark, clang's runtime for libFuzzer and the sanitizers.
+# g++ for the CUB peer benchmark, clang's runtime for libFuzzer and the sanitizers,
+# libmicrohttpd for cachealloc-top --serve, and a Prometheus server (and promtool) for its tests.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev python3 libcmocka-dev
-          libamdhip64-dev libncurses-dev tmux valgrind)
+          libamdhip64-dev libncurses-dev tmux valgrind libmicrohttpd-dev prometheus)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -14,10 +14,11 @@
 #include "reclaim.h"
 #include "report.h"
 #include "seg_scan.h"
+#include "serve.h"
 
 #define RECLAIM_WAIT_S 5
 
-enum { MODE_LIVE, MODE_ONCE, MODE_JSON, MODE_PROM, MODE_RECLAIM };
+enum { MODE_LIVE, MODE_ONCE, MODE_JSON, MODE_PROM, MODE_RECLAIM, MODE_SERVE };
 
 static void usage(FILE *out)
 {
@@ -27,6 +28,9 @@ static void usage(FILE *out)
           "  --once           print one table and exit (no terminal needed)\n"
           "  --json           print one JSON document and exit\n"
           "  --prometheus     print OpenMetrics text and exit\n"
+          "  --serve [ADDR:]PORT\n"
+          "                   serve /metrics to Prometheus over HTTP until stopped (ADDR\n"
+          "                   127.0.0.1 unless given; 9449 is the documented port)\n"
           "  --pid PID        show only process PID\n"
           "  --delay SECONDS  refresh interval of the live view (default 1)\n"
           "  --reclaim PID    ask PID to release its cached memory; print the bytes released\n"
@@ -84,9 +88,11 @@ int main(int argc, char **argv)
         {"once", no_argument, NULL, 'o'},     {"json", no_argument, NULL, 'J'},
         {"prometheus", no_argument, NULL, 'P'}, {"pid", required_argument, NULL, 'p'},
         {"delay", required_argument, NULL, 'd'}, {"reclaim", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0},
+        {"serve", required_argument, NULL, 'S'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int mode = MODE_LIVE, pid = 0, reclaim_pid = 0, c;
+    const char *listen = NULL;
     double delay = 1.0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -117,6 +123,10 @@ int main(int argc, char **argv)
             }
             mode = MODE_RECLAIM;
             break;
+        case 'S':
+            listen = optarg;
+            mode = MODE_SERVE;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -129,6 +139,14 @@ int main(int argc, char **argv)
     const char *dir = top_shm_dir();
     if (mode == MODE_RECLAIM)
         return do_reclaim(dir, reclaim_pid);
+    if (mode == MODE_SERVE) {
+        if (pid) {
+            fprintf(stderr, "cachealloc-top: --serve exports every process; --pid does not "
+                            "apply\n");
+            return 2;
+        }
+        return top_serve(listen, dir);
+    }
     if (mode == MODE_LIVE) {
         if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
             fprintf(stderr, "cachealloc-top: the live view needs a terminal; "
@@ -145,7 +163,7 @@ int main(int argc, char **argv)
     else if (mode == MODE_JSON)
         top_report_json(stdout, &l);
     else
-        top_report_prometheus(stdout, &l);
+        top_report_prometheus(stdout, &l, 1);
     top_list_clear(&l);
     return fflush(stdout) == 0 ? 0 : 1;
 }

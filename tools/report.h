@@ -12,7 +12,8 @@ void top_report_text(FILE *out, const top_list *l);
 /* --json: one document (shape in docs/stats.md), exact integers. */
 void top_report_json(FILE *out, const top_list *l);
 
-/* --prometheus: OpenMetrics text of the live processes, ending with "# EOF". */
-void top_report_prometheus(FILE *out, const top_list *l);
+/* --prometheus and --serve: the live processes in Prometheus's exposition: OpenMetrics 1.0.0,
+ * ending with "# EOF", when openmetrics is set, else the text format 0.0.4. */
+void top_report_prometheus(FILE *out, const top_list *l, int openmetrics);
 
 #endif

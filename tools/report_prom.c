@@ -1,7 +1,9 @@
-/* OpenMetrics text: one family per field, named cachealloc_<field>; counters carry the
- * mandatory _total suffix on their samples. A process's pinned host memory is a pool of the
- * same families with device="host". Dead processes are left out: their numbers are no longer
- * true. */
+/* Prometheus exposition of the live processes, in either format a scraper may ask for:
+ * OpenMetrics 1.0.0 (families named without the counters' _total, which their samples carry;
+ * the text ends with "# EOF") or the text format 0.0.4 (a counter's HELP and TYPE name its
+ * sample, _total included). One family per statistics field, named cachealloc_<field> in base
+ * units. A process's pinned host memory is a pool of the same families with device="host".
+ * Dead processes are left out: their numbers are no longer true. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,92 +11,118 @@
 #include "format.h"
 #include "report.h"
 
-static void sample(FILE *out, const top_proc *p, const top_dev *d, const char *name,
-                   int counter, size_t off)
+typedef struct prom {
+    FILE *out;
+    const top_list *l;
+    int openmetrics;
+} prom;
+
+/* HELP and TYPE of a family; counter names end in _total where the format wants it. */
+static void family(const prom *pm, const char *name, const char *help, int counter)
 {
-    uint64_t v;
-    char dev[16];
-    memcpy(&v, (const char *)&d->v + off, sizeof v);
+    const char *suffix = counter && !pm->openmetrics ? "_total" : "";
+    fprintf(pm->out, "# HELP cachealloc_%s%s %s.\n# TYPE cachealloc_%s%s %s\n", name, suffix,
+            help, name, suffix, counter ? "counter" : "gauge");
+}
+
+/* The labels every sample of process p starts with. */
+static void proc_labels(const prom *pm, const top_proc *p)
+{
+    char user[64];
+    fprintf(pm->out, "pid=\"%d\",user=\"", p->pid);
+    top_label_escape(pm->out, top_user_name(p->uid, user, sizeof user));
+    fputs("\",command=\"", pm->out);
+    top_label_escape(pm->out, p->cmdline);
+    fputc('"', pm->out);
+}
+
+static void sample(const prom *pm, const top_proc *p, const top_dev *d, const char *name,
+                   int counter, uint64_t v)
+{
+    fprintf(pm->out, "cachealloc_%s%s{", name, counter ? "_total" : "");
+    proc_labels(pm, p);
     if (d->device == CA_STATS_HOST_DEVICE)
-        snprintf(dev, sizeof dev, "host");
+        fputs(",device=\"host\"", pm->out);
     else
-        snprintf(dev, sizeof dev, "%u", d->device);
-    fprintf(out, "cachealloc_%s%s{pid=\"%d\",device=\"%s\",command=\"", name,
-            counter ? "_total" : "", p->pid, dev);
-    top_label_escape(out, p->cmdline);
-    fprintf(out, "\"} %llu\n", (unsigned long long)v);
+        fprintf(pm->out, ",device=\"%u\"", d->device);
+    fprintf(pm->out, "} %llu\n", (unsigned long long)v);
 }
 
-static void samples(FILE *out, const top_list *l, const char *name, int counter, size_t off)
+/* One statistics field of every pool of every live process. */
+static void field(const prom *pm, const char *name, const char *help, int counter, size_t off)
 {
-    for (unsigned i = 0; i < l->n; i++) {
-        const top_proc *p = &l->procs[i];
-        if (!p->alive)
-            continue;
-        for (unsigned k = 0; k < p->ndev; k++)
-            sample(out, p, &p->dev[k], name, counter, off);
-        if (p->has_host)
-            sample(out, p, &p->host, name, counter, off);
-    }
-}
-
-/* One family per process: whether it answers, and how old its last snapshot is. */
-static void process_family(FILE *out, const top_list *l, const char *name, const char *help,
-                           int age)
-{
-    fprintf(out, "# HELP cachealloc_%s %s.\n# TYPE cachealloc_%s gauge\n", name, help, name);
-    for (unsigned i = 0; i < l->n; i++) {
-        const top_proc *p = &l->procs[i];
-        if (!p->alive)
-            continue;
-        fprintf(out, "cachealloc_%s{pid=\"%d\",command=\"", name, p->pid);
-        top_label_escape(out, p->cmdline);
-        if (age)
-            fprintf(out, "\"} %llu.%03u\n", (unsigned long long)(p->heartbeat_age_ms / 1000),
-                    (unsigned)(p->heartbeat_age_ms % 1000));
-        else
-            fprintf(out, "\"} %d\n", p->responding);
+    family(pm, name, help, counter);
+    for (unsigned i = 0; i < pm->l->n; i++) {
+        const top_proc *p = &pm->l->procs[i];
+        for (unsigned k = 0; p->alive && k <= p->ndev; k++) {
+            const top_dev *d = k < p->ndev ? &p->dev[k] : p->has_host ? &p->host : NULL;
+            uint64_t v;
+            if (!d)
+                continue;
+            memcpy(&v, (const char *)&d->v + off, sizeof v);
+            sample(pm, p, d, name, counter, v);
+        }
     }
 }
 
 /* A per-device figure of each process beside the statistics: the device's memory as its
  * driver reports it (only where it was published), and what it gave its neighbours. */
-static void device_family(FILE *out, const top_list *l, const char *name, const char *help,
-                          size_t offset, int counter)
+static void device_field(const prom *pm, const char *name, const char *help, size_t offset,
+                         int counter)
 {
-    fprintf(out, "# HELP cachealloc_%s %s.\n# TYPE cachealloc_%s %s\n", name, help, name,
-            counter ? "counter" : "gauge");
-    for (unsigned i = 0; i < l->n; i++) {
-        const top_proc *p = &l->procs[i];
+    family(pm, name, help, counter);
+    for (unsigned i = 0; i < pm->l->n; i++) {
+        const top_proc *p = &pm->l->procs[i];
         for (unsigned k = 0; p->alive && k < p->ndev; k++) {
             if (!counter && !p->dev[k].has_mem)
                 continue;
             uint64_t v;
             memcpy(&v, (const char *)&p->dev[k] + offset, sizeof v);
-            fprintf(out, "cachealloc_%s%s{pid=\"%d\",device=\"%u\",command=\"", name,
-                    counter ? "_total" : "", p->pid, p->dev[k].device);
-            top_label_escape(out, p->cmdline);
-            fprintf(out, "\"} %llu\n", (unsigned long long)v);
+            sample(pm, p, &p->dev[k], name, counter, v);
         }
     }
 }
 
-void top_report_prometheus(FILE *out, const top_list *l)
+/* One family per process: whether it answers, and how old its last snapshot is. */
+static void process_field(const prom *pm, const char *name, const char *help, int age)
 {
+    family(pm, name, help, 0);
+    for (unsigned i = 0; i < pm->l->n; i++) {
+        const top_proc *p = &pm->l->procs[i];
+        if (!p->alive)
+            continue;
+        fprintf(pm->out, "cachealloc_%s{", name);
+        proc_labels(pm, p);
+        if (age)
+            fprintf(pm->out, "} %llu.%03u\n", (unsigned long long)(p->heartbeat_age_ms / 1000),
+                    (unsigned)(p->heartbeat_age_ms % 1000));
+        else
+            fprintf(pm->out, "} %d\n", p->responding);
+    }
+}
+
+void top_report_prometheus(FILE *out, const top_list *l, int openmetrics)
+{
+    prom pm = {out, l, openmetrics};
+    /* Base units in the name: the one field whose name lacks them gets them here. */
 #define CA_PROM_FAMILY_(name, kind, help)                                                     \
-    fprintf(out, "# HELP cachealloc_%s %s.\n# TYPE cachealloc_%s %s\n", #name, help, #name,  \
-            #kind[0] == 'C' ? "counter" : "gauge");                                          \
-    samples(out, l, #name, #kind[0] == 'C', offsetof(ca_stats_values, name));
+    field(&pm, strcmp(#name, "largest_free_block") ? #name : "largest_free_block_bytes", help, \
+          #kind[0] == 'C', offsetof(ca_stats_values, name));
     CA_STATS_FIELDS(CA_PROM_FAMILY_)
 #undef CA_PROM_FAMILY_
-    device_family(out, l, "device_total_bytes", "Device memory in all, as the driver reports it",
-                  offsetof(top_dev, mem_total), 0);
-    device_family(out, l, "device_free_bytes", "Device memory free, as the driver reports it",
-                  offsetof(top_dev, mem_free), 0);
-    device_family(out, l, "given_to_neighbours_bytes",
-                  "Bytes released at other processes' requests", offsetof(top_dev, given), 1);
-    process_family(out, l, "responding", "1 when the process refreshed its statistics lately",
-                   0);
-    process_family(out, l, "heartbeat_age_seconds", "Age of the process's last snapshot", 1);
-    fputs("# EOF\n", out);
+    device_field(&pm, "device_total_bytes", "Device memory in all, as the driver reports it",
+                 offsetof(top_dev, mem_total), 0);
+    device_field(&pm, "device_free_bytes", "Device memory free, as the driver reports it",
+                 offsetof(top_dev, mem_free), 0);
+    device_field(&pm, "given_to_neighbours_bytes",
+                 "Bytes released at other processes' requests", offsetof(top_dev, given), 1);
+    process_field(&pm, "responding", "1 when the process refreshed its statistics lately", 0);
+    process_field(&pm, "heartbeat_age_seconds", "Age of the process's last snapshot", 1);
+    unsigned alive = 0;
+    for (unsigned i = 0; i < l->n; i++)
+        alive += l->procs[i].alive != 0;
+    family(&pm, "exporter_processes", "Live processes whose statistics were read", 0);
+    fprintf(out, "cachealloc_exporter_processes %u\n", alive);
+    if (openmetrics)
+        fputs("# EOF\n", out);
 }
