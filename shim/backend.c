@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "lane.h"
@@ -319,6 +320,34 @@ int ca_backend_export_fd(ca_runtime *rt, int dev, void *addr)
     }
     leave_device(rt, prev);
     return fd;
+}
+
+int ca_backend_identify(ca_runtime *rt, int dev, char *uuid, size_t ulen, char *pci,
+                        size_t plen)
+{
+    const ca_rt_fns *f = &rt->fn;
+    int ordinal = -1, v[3];
+    unsigned char u[16];
+    uuid[0] = pci[0] = '\0';
+    if (!f->device_ordinal)
+        return -1;
+    int prev = enter_device(rt, dev);
+    if (REAL(f->device_ordinal(&ordinal)) == rt->codes.success && ordinal >= 0) {
+        if (f->device_uuid && REAL(f->device_uuid(u, ordinal)) == rt->codes.success)
+            snprintf(uuid, ulen,
+                     "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                     u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+                     u[12], u[13], u[14], u[15]);
+        int got = 0;
+        for (int i = 0; f->device_attribute && i < 3; i++)
+            got += REAL(f->device_attribute(&v[i], rt->pci_attrs[i], ordinal)) ==
+                       rt->codes.success && v[i] >= 0;
+        if (got == 3)
+            snprintf(pci, plen, "%08X:%02X:%02X.0", (unsigned)v[2], (unsigned)v[0],
+                     (unsigned)v[1]);
+    }
+    leave_device(rt, prev);
+    return uuid[0] || pci[0] ? 0 : -1;
 }
 
 int ca_backend_has_vmm(const ca_runtime *rt)

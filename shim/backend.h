@@ -20,4 +20,10 @@ int ca_backend_has_vmm(const ca_runtime *rt);
  * another process to import (the caller closes it); -1 when the driver will not export it. */
 int ca_backend_export_fd(ca_runtime *rt, int dev, void *addr);
 
+/* Arena device dev's names for the statistics, as NVIDIA's tools write them: its UUID
+ * ("GPU-" and 32 hex digits in 8-4-4-4-12 groups; "" where the runtime gives none) and PCI
+ * bus id ("00000000:3B:00.0", dcgm-exporter's form). 0 when at least one is known. */
+int ca_backend_identify(ca_runtime *rt, int dev, char *uuid, size_t ulen, char *pci,
+                        size_t plen);
+
 #endif

@@ -83,6 +83,7 @@ ca_runtime ca_drv_rt = {
     .vmm_desc = drv_vmm_desc,
     .expandable_default = 1,
     .slot = CA_RT_CUDA,
+    .pci_attrs = {33, 34, 50}, /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, _DEVICE_ID, _DOMAIN_ID */
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -127,6 +128,9 @@ static int drv_resolve(ca_runtime *rt)
     PUT(stream_wait_event, LOOK("cuStreamWaitEvent", 3020, CUABI_GPA_LEGACY, "cuStreamWaitEvent"));
     OPT(stream_get_flags, LOOK("cuStreamGetFlags", 5050, CUABI_GPA_LEGACY, "cuStreamGetFlags"));
     OPT(stream_query, LOOK("cuStreamQuery", 2000, CUABI_GPA_LEGACY, "cuStreamQuery"));
+    OPT(device_attribute, LOOK("cuDeviceGetAttribute", 2000, CUABI_GPA_LEGACY,
+                               "cuDeviceGetAttribute"));
+    OPT(device_uuid, LOOK("cuDeviceGetUuid", 11040, CUABI_GPA_LEGACY, "cuDeviceGetUuid_v2"));
     /* Expandable segments: through the real lookup, never the shim's own entry points. */
     OPT(mem_address_reserve, VMM("cuMemAddressReserve"));
     OPT(mem_address_free, VMM("cuMemAddressFree"));

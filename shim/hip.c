@@ -56,6 +56,7 @@ static const ca_rt_sym hip_syms[] = {
     SYM(mem_export_handle, "hipMemExportToShareableHandle", 0),
     SYM(mem_import_handle, "hipMemImportFromShareableHandle", 0),
     SYM(device_ordinal, "hipGetDevice", 0),
+    SYM(device_attribute, "hipDeviceGetAttribute", 0),
     SYM(device_enable_peer, "hipDeviceEnablePeerAccess", 0),
     SYM(device_disable_peer, "hipDeviceDisablePeerAccess", 0),
     SYM(stream_is_capturing, "hipStreamIsCapturing", 0),
@@ -105,6 +106,7 @@ static ca_runtime hip_rt = {
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,
     .slot = CA_RT_HIP,
+    .pci_attrs = {67, 68, 69}, /* hipDeviceAttributePciBusId, PciDeviceId, PciDomainID */
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 

@@ -89,6 +89,10 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_get_address_range)(void **base, size_t *size, void *ptr);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
+    /* Optional: a device's attribute (its ordinal; codes in ca_runtime.pci_attrs) and UUID
+     * (16 bytes; CUDA only: ROCm's is a string of its own), for the statistics' labels. */
+    ca_rt_err (*device_attribute)(int *value, int attr, int ordinal);
+    ca_rt_err (*device_uuid)(void *uuid, int ordinal);
     /* Optional, HIP's door: the program's peer access calls, which it wraps (the CUDA door
      * wraps the driver's, whose real functions driver_served.c holds). */
     ca_rt_err (*device_enable_peer)(int peer, unsigned flags);
@@ -157,6 +161,7 @@ typedef struct ca_runtime {
     unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
     void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM property        */
     int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
+    int pci_attrs[3];            /* attribute codes of the PCI bus, device and domain       */
     /* Expandable segments when CACHEALLOC_EXPANDABLE is auto: on where the door exports their
      * blocks to other processes (ipc_mapped.c), since a default must not break IPC. */
     int expandable_default;

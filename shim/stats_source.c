@@ -27,6 +27,13 @@ static int src_read_device(void *ctx, int dev, ca_dev_stats *out)
     return ca_get_stats(((ca_runtime *)ctx)->arena, dev, out);
 }
 
+/* The device's names, for the exporter's labels (UUID and PCI bus id, as dcgm-exporter's). */
+static int src_identify(void *ctx, int dev, char uuid[CA_STATS_UUID_LEN],
+                        char pci_bus_id[CA_STATS_PCI_LEN])
+{
+    return ca_backend_identify(ctx, dev, uuid, CA_STATS_UUID_LEN, pci_bus_id, CA_STATS_PCI_LEN);
+}
+
 /* Pinned host memory's pool, once the program has pinned through the cache. */
 static int src_read_host(void *ctx, ca_dev_stats *out)
 {
@@ -87,6 +94,7 @@ static CA_COLD void stats_start_slow(ca_runtime *rt)
                 .mem_info = src_mem_info,
                 .tick = src_tick,
                 .read_host = src_read_host,
+                .identify = src_identify,
             };
             ca_stats_start(&stats_src, rt->api, summary);
         }

@@ -26,9 +26,10 @@
 #define CA_STATS_MAGIC UINT64_C(0x31534154534143ca) /* bytes ca 'C' 'A' 'S' 'T' 'A' 'S' '1' */
 /* Version 2 gave meaning to two of version 1's spare record words (the device's memory as the
  * driver reports it); version 3 to the last one (bytes given to neighbours) and to a flag of
- * the reclaim request; version 4 to a spare header word, host_records: records that follow the
- * device records and hold pinned host memory's pool. The layout is the same, so older segments
- * still read, without them. */
+ * the reclaim request; version 4 to two spare header words: host_records, records that follow
+ * the device records and hold pinned host memory's pool, and ident_records, records after those
+ * that name each device as its driver does (UUID, PCI bus id). The layout is the same, so older
+ * segments still read, without them. */
 #define CA_STATS_ABI_VERSION 4u
 #define CA_STATS_ABI_VERSION_MIN 1u
 #define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
@@ -43,6 +44,8 @@
 #define CA_STATS_MAX_SEGMENT (1u << 20)/* readers reject larger files                   */
 #define CA_STATS_HOST_RECORDS 1u       /* host records the writer creates (version 4)   */
 #define CA_STATS_HOST_DEVICE UINT32_MAX /* the device word of a host record             */
+#define CA_STATS_UUID_LEN 48           /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"     */
+#define CA_STATS_PCI_LEN 32            /* "00000000:3B:00.0"                              */
 
 /* Reclaim requests: the reader sets reclaim_request to (seq << 16) | device code, seq one more
  * than the previous request's, device code 0 for every device or device + 1, plus
@@ -106,6 +109,19 @@ typedef struct ca_stats_record {
     uint64_t given_bytes;
 } ca_stats_record;
 
+/* A device's names, as the driver gives them (version 4): record device_capacity +
+ * host_records + d names device d, under its own seqlock; known is 0 until the driver
+ * answered. Strings are NUL-terminated, "" when the driver has no such name: uuid as NVIDIA
+ * writes it (nvidia-smi, dcgm-exporter), pci_bus_id as dcgm-exporter writes it. */
+typedef struct ca_stats_ident {
+    uint64_t seq;
+    uint32_t device;
+    uint32_t known;
+    char uuid[CA_STATS_UUID_LEN];
+    char pci_bus_id[CA_STATS_PCI_LEN];
+    char spare[96];
+} ca_stats_ident;
+
 typedef struct ca_stats_header {
     uint64_t magic;            /* CA_STATS_MAGIC, stored last by the writer (release)      */
     uint32_t abi_version;
@@ -123,7 +139,7 @@ typedef struct ca_stats_header {
     uint64_t reclaim_bytes;    /* written by the writer: bytes released by that request    */
     uint64_t flags;            /* none defined yet: 0                                      */
     uint32_t host_records;     /* records after the device_capacity ones: host pools (v4)  */
-    uint32_t spare32;
+    uint32_t ident_records;    /* records after those: ca_stats_ident, one a device (v4)   */
     uint64_t spare[3];
     char api[CA_STATS_API_LEN];          /* "cuda" or "hip", NUL-terminated                 */
     char config[CA_STATS_CONFIG_LEN];    /* configuration summary, NUL-terminated           */
@@ -136,6 +152,9 @@ _Static_assert(offsetof(ca_stats_record, mem_total_bytes) == 168, "record layout
 _Static_assert(offsetof(ca_stats_record, mem_free_bytes) == 176, "record layout");
 _Static_assert(offsetof(ca_stats_record, given_bytes) == 184, "record layout");
 _Static_assert(sizeof(ca_stats_record) == 192, "record size");
+_Static_assert(sizeof(ca_stats_ident) == sizeof(ca_stats_record), "an ident is a record");
+_Static_assert(offsetof(ca_stats_ident, uuid) == 16, "ident layout");
+_Static_assert(offsetof(ca_stats_ident, pci_bus_id) == 64, "ident layout");
 _Static_assert(offsetof(ca_stats_header, abi_version) == 8, "header layout");
 _Static_assert(offsetof(ca_stats_header, device_capacity) == 20, "header layout");
 _Static_assert(offsetof(ca_stats_header, device_used) == 24, "header layout");
@@ -145,6 +164,7 @@ _Static_assert(offsetof(ca_stats_header, reclaim_request) == 64, "header layout"
 _Static_assert(offsetof(ca_stats_header, reclaim_done) == 72, "header layout");
 _Static_assert(offsetof(ca_stats_header, reclaim_bytes) == 80, "header layout");
 _Static_assert(offsetof(ca_stats_header, host_records) == 96, "header layout");
+_Static_assert(offsetof(ca_stats_header, ident_records) == 100, "header layout");
 _Static_assert(offsetof(ca_stats_header, api) == 128, "header layout");
 _Static_assert(offsetof(ca_stats_header, config) == 144, "header layout");
 _Static_assert(offsetof(ca_stats_header, cmdline) == 384, "header layout");

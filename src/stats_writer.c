@@ -39,6 +39,11 @@ typedef struct writer_state {
     uint64_t mem_free[CA_STATS_DEVICE_CAPACITY];
     unsigned char in_use[CA_STATS_DEVICE_CAPACITY]; /* as the last snapshot saw them */
     uint64_t given[CA_STATS_DEVICE_CAPACITY]; /* released at neighbours' requests (atomic) */
+    /* Each device's names, asked once by the monitor thread (under rec_lock) and written into
+     * its ident record by every snapshot (under pub_lock): known is set (release) last. */
+    char uuid[CA_STATS_DEVICE_CAPACITY][CA_STATS_UUID_LEN];
+    char pci_bus_id[CA_STATS_DEVICE_CAPACITY][CA_STATS_PCI_LEN];
+    unsigned char known[CA_STATS_DEVICE_CAPACITY]; /* atomic */
 } writer_state;
 
 /* lock: start/stop. pub_lock: every write of records (short; never across a blocking call).
@@ -178,6 +183,27 @@ static ca_stats_record *record_at(ca_stats_header *h, unsigned i)
     return (ca_stats_record *)((char *)h + sizeof *h + (size_t)i * sizeof(ca_stats_record));
 }
 
+/* Seqlock write of device dev's names, once the monitor thread has them. */
+static void write_ident(writer_state *st, int dev)
+{
+    if (!__atomic_load_n(&st->known[dev], __ATOMIC_ACQUIRE))
+        return;
+    ca_stats_ident *r = (ca_stats_ident *)record_at(
+        st->hdr, st->hdr->device_capacity + st->hdr->host_records + (unsigned)dev);
+    uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&r->device, (uint32_t)dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->known, 1u, __ATOMIC_RELAXED);
+    /* Byte by byte, atomically: a reader copies the record while this runs (the seqlock tells
+     * it to try again), and a sanitizer must see no plain race. */
+    for (size_t i = 0; i < sizeof r->uuid; i++)
+        __atomic_store_n(&r->uuid[i], st->uuid[dev][i], __ATOMIC_RELAXED);
+    for (size_t i = 0; i < sizeof r->pci_bus_id; i++)
+        __atomic_store_n(&r->pci_bus_id[i], st->pci_bus_id[dev][i], __ATOMIC_RELAXED);
+    __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 /* Snapshot the source into the segment. Caller holds g_pub_lock and has checked the gen. */
 static void publish_locked(writer_state *st)
 {
@@ -200,6 +226,7 @@ static void publish_locked(writer_state *st)
             x.mem_free = __atomic_load_n(&st->mem_free[dev], __ATOMIC_RELAXED);
         }
         write_record(record_at(st->hdr, (unsigned)dev), (uint32_t)dev, &s, in_use, &x);
+        write_ident(st, dev);
     }
     ca_dev_stats host;
     memset(&host, 0, sizeof host);
@@ -329,19 +356,38 @@ static int serve_until(writer_state *st, uint64_t deadline)
     return current_gen() == st->gen;
 }
 
+/* Ask the source for the names of the devices in use it has not named yet. Under rec_lock. */
+static void identify_devices(writer_state *st)
+{
+    for (unsigned dev = 0; st->src.identify && dev < CA_STATS_DEVICE_CAPACITY; dev++) {
+        if (!__atomic_load_n(&st->in_use[dev], __ATOMIC_RELAXED) ||
+            __atomic_load_n(&st->known[dev], __ATOMIC_RELAXED))
+            continue;
+        char uuid[CA_STATS_UUID_LEN] = "", pci[CA_STATS_PCI_LEN] = "";
+        /* Asked once: a driver that cannot name the device leaves its names empty. */
+        if (st->src.identify(st->src.ctx, (int)dev, uuid, pci) != 0)
+            uuid[0] = pci[0] = '\0';
+        uuid[sizeof uuid - 1] = '\0';
+        pci[sizeof pci - 1] = '\0';
+        memcpy(st->uuid[dev], uuid, sizeof uuid);
+        memcpy(st->pci_bus_id[dev], pci, sizeof pci);
+        __atomic_store_n(&st->known[dev], 1, __ATOMIC_RELEASE);
+    }
+}
+
 /* Ask the device for its memory, for every device the last snapshot saw in use. A failed
  * question publishes 0 (unknown) rather than an old answer. Returns 0 when the segment was
  * stopped. */
 static int refresh_mem(writer_state *st)
 {
-    if (st->src.mem_info == NULL)
+    if (st->src.mem_info == NULL && st->src.identify == NULL)
         return 1;
     pthread_mutex_lock(&g_rec_lock);
     if (current_gen() != st->gen) {
         pthread_mutex_unlock(&g_rec_lock);
         return 0;
     }
-    for (unsigned dev = 0; dev < CA_STATS_DEVICE_CAPACITY; dev++) {
+    for (unsigned dev = 0; st->src.mem_info && dev < CA_STATS_DEVICE_CAPACITY; dev++) {
         if (!__atomic_load_n(&st->in_use[dev], __ATOMIC_RELAXED))
             continue;
         uint64_t free_b = 0, total_b = 0;
@@ -350,6 +396,7 @@ static int refresh_mem(writer_state *st)
         __atomic_store_n(&st->mem_total[dev], total_b, __ATOMIC_RELAXED);
         __atomic_store_n(&st->mem_free[dev], free_b, __ATOMIC_RELAXED);
     }
+    identify_devices(st);
     pthread_mutex_unlock(&g_rec_lock);
     return 1;
 }
@@ -418,7 +465,7 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
         return rc;
     }
     size_t size = sizeof(ca_stats_header) +
-                  (CA_STATS_DEVICE_CAPACITY + CA_STATS_HOST_RECORDS) * sizeof(ca_stats_record);
+                  (2 * CA_STATS_DEVICE_CAPACITY + CA_STATS_HOST_RECORDS) * sizeof(ca_stats_record);
     writer_state *st = calloc(1, sizeof *st);
     int fd = st ? create_segment() : -1;
     int err = fd < 0 ? errno : 0;
@@ -447,6 +494,7 @@ int ca_stats_start(const ca_stats_source *src, const char *api, const char *conf
     h->record_size = sizeof(ca_stats_record);
     h->device_capacity = CA_STATS_DEVICE_CAPACITY;
     h->host_records = CA_STATS_HOST_RECORDS;
+    h->ident_records = CA_STATS_DEVICE_CAPACITY;
     h->uid = (uint32_t)geteuid();
     h->pid = (uint64_t)getpid();
     h->start_time = ca_stats_proc_start_time(0);

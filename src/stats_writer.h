@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "stats_abi.h"
 
 /* Where the numbers come from (the shim passes the arena). Callbacks run on the monitor thread
  * and on callers of ca_stats_publish; they must be thread-safe. mem_info (may be NULL) asks the
@@ -20,6 +21,11 @@ typedef struct ca_stats_source {
                     uint64_t *total_bytes);                     /* 0 on success             */
     void (*tick)(void *ctx); /* may be NULL: once a round, on the monitor thread only */
     int (*read_host)(void *ctx, ca_dev_stats *out); /* may be NULL; 0: no pinned pool yet */
+    /* May be NULL. The device's UUID and PCI bus id as ca_stats_ident holds them ("" for a
+     * name the driver does not give); 0 on success. Asked on the monitor thread, once a
+     * device: a failure publishes both names empty. */
+    int (*identify)(void *ctx, int dev, char uuid[CA_STATS_UUID_LEN],
+                    char pci_bus_id[CA_STATS_PCI_LEN]);
 } ca_stats_source;
 
 /* What a source's reclaim answers when it cannot serve the request now (a stream capture is

@@ -15,6 +15,16 @@ static void maybe(FILE *out, const char *name, int known, uint64_t v)
         fprintf(out, ",\"%s\":null", name);
 }
 
+/* A device's name as the driver gives it, null when it gave none. */
+static void name(FILE *out, const char *key, const char *value)
+{
+    fprintf(out, ",\"%s\":", key);
+    if (value[0])
+        top_json_string(out, value);
+    else
+        fputs("null", out);
+}
+
 /* A pool's numbers, a device's or pinned host memory's alike. */
 static void pool_fields(FILE *out, const ca_stats_values *v)
 {
@@ -53,6 +63,8 @@ void top_report_json(FILE *out, const top_list *l)
             maybe(out, "device_total_bytes", p->dev[k].has_mem, p->dev[k].mem_total);
             maybe(out, "device_free_bytes", p->dev[k].has_mem, p->dev[k].mem_free);
             field(out, "given_to_neighbours_bytes", p->dev[k].given);
+            name(out, "uuid", p->dev[k].uuid);
+            name(out, "pci_bus_id", p->dev[k].pci_bus_id);
             fputc('}', out);
         }
         fputs("],\"host\":", out);

@@ -45,6 +45,17 @@ static void sample(const prom *pm, const top_proc *p, const top_dev *d, const ch
         fputs(",device=\"host\"", pm->out);
     else
         fprintf(pm->out, ",device=\"%u\"", d->device);
+    /* The driver's names, as dcgm-exporter labels its series, so that the two join. */
+    if (d->uuid[0]) {
+        fputs(",UUID=\"", pm->out);
+        top_label_escape(pm->out, d->uuid);
+        fputc('"', pm->out);
+    }
+    if (d->pci_bus_id[0]) {
+        fputs(",pci_bus_id=\"", pm->out);
+        top_label_escape(pm->out, d->pci_bus_id);
+        fputc('"', pm->out);
+    }
     fprintf(pm->out, "} %llu\n", (unsigned long long)v);
 }
 

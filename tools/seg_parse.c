@@ -53,13 +53,16 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
         return fail(why, whylen, "device capacity too large");
     if (h->device_used > h->device_capacity)
         return fail(why, whylen, "more devices used than capacity");
-    /* Before version 4 the word was spare: no host records. */
+    /* Before version 4 the words were spare: no host or ident records. */
     if (h->abi_version < 4)
-        h->host_records = 0;
+        h->host_records = h->ident_records = 0;
     if (h->host_records > CA_STATS_MAX_RECORDS - h->device_capacity)
         return fail(why, whylen, "too many host records");
+    if (h->ident_records > CA_STATS_MAX_RECORDS - h->device_capacity - h->host_records)
+        return fail(why, whylen, "too many ident records");
     uint64_t need = (uint64_t)h->header_size +
-                    (uint64_t)(h->device_capacity + h->host_records) * h->record_size;
+                    (uint64_t)(h->device_capacity + h->host_records + h->ident_records) *
+                        h->record_size;
     if (need > CA_STATS_MAX_SEGMENT)
         return fail(why, whylen, "segment too large");
     if (need > len)
@@ -70,7 +73,8 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
 int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size)
 {
     ca_stats_header h;
-    if (header_geometry(buf, len, &h, NULL, 0) != 0 || i >= h.device_capacity + h.host_records)
+    if (header_geometry(buf, len, &h, NULL, 0) != 0 ||
+        i >= h.device_capacity + h.host_records + h.ident_records)
         return 0;
     *off = (size_t)h.header_size + (size_t)i * h.record_size;
     *size = h.record_size;
@@ -87,6 +91,8 @@ unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsign
         idx[n++] = i;
     for (unsigned i = 0; i < h.host_records && n < max; i++)
         idx[n++] = h.device_capacity + i;
+    for (unsigned i = 0; i < h.device_used && i < h.ident_records && n < max; i++)
+        idx[n++] = h.device_capacity + h.host_records + i;
     return n;
 }
 
@@ -141,6 +147,16 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
             d->mem_free = rec.mem_free_bytes;
         }
         d->given = h.abi_version >= 3 ? rec.given_bytes : 0; /* a spare word before */
+        if (i < h.ident_records) {
+            const unsigned char *ir =
+                base + h.header_size + (size_t)(h.device_capacity + h.host_records + i) * h.record_size;
+            ca_stats_ident id;
+            memcpy(&id, ir, sizeof id);
+            if (!(id.seq & 1u) && id.known && id.device == i) {
+                copy_field(d->uuid, id.uuid, sizeof d->uuid);
+                copy_field(d->pci_bus_id, id.pci_bus_id, sizeof d->pci_bus_id);
+            }
+        }
     }
     /* The first host record is the pool of pinned memory; later ones are for later writers. */
     if (h.host_records) {

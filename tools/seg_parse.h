@@ -15,6 +15,8 @@ typedef struct top_dev {
     uint64_t mem_total;     /* as the driver reported it to the process; 0 without      */
     uint64_t mem_free;
     uint64_t given;         /* released at neighbours' requests (ABI version 3; 0 before) */
+    char uuid[CA_STATS_UUID_LEN];      /* as the driver names the device; "" unknown (v4)  */
+    char pci_bus_id[CA_STATS_PCI_LEN]; /* likewise                                        */
 } top_dev;
 
 /* What a reader knows of one process: header strings sanitized to printable ASCII. */

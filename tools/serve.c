@@ -2,7 +2,8 @@
  * thread (epoll), a limit of connections, a memory limit per connection (which bounds the
  * request line and headers: past it the client gets 431), and a timeout that closes idle
  * connections. Each scrape reads the segments afresh, as --prometheus does; nothing is kept
- * between scrapes, so a process that ended leaves the output at the next one. Reading a
+ * between scrapes, so a process that ended leaves the output at the next one. The exporter
+ * writes nothing: it neither removes dead processes' segments nor posts reclaim requests. Reading a
  * segment never waits for its process (seg_scan.c), so a hung process cannot hold a scrape. */
 #include "serve.h"
 
@@ -61,8 +62,10 @@ static enum MHD_Result metrics(struct MHD_Connection *c, const char *dir)
     FILE *out = open_memstream(&buf, &len);
     if (!out)
         return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n");
-    /* Bad segments are skipped silently here: a note a scrape would print every 15 s. */
-    if (top_scan(dir, 0, 1, &l, NULL) != 0) {
+    /* Bad segments are skipped silently here: a note a scrape would print every 15 s. Stale
+     * segments are never removed: an exporter in another pid namespace than the processes
+     * (a container without the host's) would take every live one for dead. */
+    if (top_scan(dir, 0, 0, &l, NULL) != 0) {
         fclose(out);
         free(buf);
         return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",

@@ -77,6 +77,17 @@ with tempfile.TemporaryDirectory() as shm:
             ok = total is not None and free is not None and 0 < free <= total - 192 * MiB
         if not ok:
             fail("device memory %r of %r" % (free, total))
+        # The device's names, as the driver gives them (the monitor thread asks once): a UUID
+        # from CUDA only (ROCm's is a string of another form), a PCI bus id from both.
+        uuid, pci = d["uuid"], d["pci_bus_id"]
+        cuda = os.environ.get("CA_EXPECT_API", "cuda") == "cuda"
+        if "simdevice" in env.get("LD_LIBRARY_PATH", ""):
+            want_uuid = "GPU-73696d64-6576-6963-652d-677075000000" if cuda else None
+            ok = (uuid, pci) == (want_uuid, "00000000:17:00.0")
+        else:
+            ok = pci is not None and len(pci) == 16 and (uuid or "").startswith("GPU-") == cuda
+        if not ok:
+            fail("device names %r %r" % (uuid, pci))
         # Reclaim from outside, answered by the shim's monitor thread while the program waits.
         r = subprocess.run([top, "--reclaim", str(child.pid)], env=env, capture_output=True,
                            text=True)

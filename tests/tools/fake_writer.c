@@ -4,7 +4,8 @@
  *               [--host-mib H]
  *
  * Device d reports reserved = (d + 1) * M MiB, half of it allocated, a quarter cached, a
- * quarter pending; reclaim gives the cached bytes back. Its memory, as a driver would report
+ * quarter pending; reclaim gives the cached bytes back; its names: a UUID ending in d, PCI bus
+ * 0x3b + d. Its memory, as a driver would report
  * it: T MiB in all (default 16384; 0: the question fails), of which an eighth is used by
  * others and the reserved bytes by this process. With H, a pool of pinned host memory of H MiB,
  * three quarters of it the program's, a quarter cached. Prints "ready <pid>" once the segment
@@ -78,6 +79,16 @@ static int fake_host(void *ctx, ca_dev_stats *o)
     return 1;
 }
 
+/* Device d: NVIDIA's form of a UUID ending in d, and PCI bus 0x3b + d. */
+static int fake_identify(void *ctx, int dev, char uuid[CA_STATS_UUID_LEN],
+                         char pci[CA_STATS_PCI_LEN])
+{
+    (void)ctx;
+    snprintf(uuid, CA_STATS_UUID_LEN, "GPU-96be9fff-fdfd-9b87-88d4-fe5b9a0121%02d", dev);
+    snprintf(pci, CA_STATS_PCI_LEN, "00000000:%02X:00.0", 0x3b + dev);
+    return 0;
+}
+
 static uint64_t fake_reclaim(void *ctx, int dev)
 {
     (void)ctx;
@@ -142,7 +153,8 @@ int main(int argc, char **argv)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    ca_stats_source src = {NULL, fake_count, fake_read, fake_reclaim, fake_mem, NULL, fake_host};
+    ca_stats_source src = {NULL,     fake_count, fake_read, fake_reclaim, fake_mem,
+                           NULL,     fake_host,  fake_identify};
     if (ca_stats_start(&src, api, config) != 0) {
         perror("ca_stats_start");
         return 1;

@@ -13,7 +13,7 @@ from toptest import SkipTest, main, proc_of  # noqa: E402
 # Offsets fixed by the static assertions of stats_abi.h.
 OFF_MAGIC, OFF_VERSION, OFF_HSIZE, OFF_RSIZE, OFF_CAP, OFF_USED, OFF_UID, OFF_PID = \
     0, 8, 12, 16, 20, 24, 28, 32
-OFF_HOST_RECORDS, HEADER_SIZE, RECORD_SIZE = 96, 1024, 192
+OFF_HOST_RECORDS, OFF_IDENT_RECORDS, HEADER_SIZE, RECORD_SIZE = 96, 100, 1024, 192
 FAKE_PID = 999000  # above any pid_max default, so never alive
 
 
@@ -66,6 +66,8 @@ def test_bad_headers_skipped(env):
         13: put(with_pid(FAKE_PID + 13), OFF_VERSION, "<I", 0),
         14: put(with_pid(FAKE_PID + 14), OFF_HOST_RECORDS, "<I", 0xFFFFFFFF),
         15: with_pid(FAKE_PID + 15)[:HEADER_SIZE + 64 * RECORD_SIZE],  # host record cut off
+        16: put(with_pid(FAKE_PID + 16), OFF_IDENT_RECORDS, "<I", 960),
+        17: with_pid(FAKE_PID + 17)[:HEADER_SIZE + 65 * RECORD_SIZE],  # ident records cut off
     }
     for n, data in cases.items():
         write_seg(env, FAKE_PID + n, data)
@@ -75,7 +77,7 @@ def test_bad_headers_skipped(env):
     for n in cases:
         assert "cachealloc.%d.%d" % (os.geteuid(), FAKE_PID + n) in notes, (n, notes)
     assert "bad magic" in notes and "unsupported ABI version" in notes
-    assert "too many host records" in notes, notes
+    assert "too many host records" in notes and "too many ident records" in notes, notes
     # skipped, not removed: only a validated segment of a dead process is reaped
     assert os.path.exists(env.seg_path(FAKE_PID + 4))
 

@@ -101,8 +101,21 @@ static int src_host(void *ctx, ca_dev_stats *o)
     return 1;
 }
 
+/* Device 0's names; it counts the questions (the monitor thread asks once). */
+static int g_identify_calls; /* atomic */
+
+static int src_identify(void *ctx, int dev, char uuid[CA_STATS_UUID_LEN],
+                        char pci[CA_STATS_PCI_LEN])
+{
+    (void)ctx;
+    __atomic_fetch_add(&g_identify_calls, 1, __ATOMIC_RELAXED);
+    snprintf(uuid, CA_STATS_UUID_LEN, "GPU-00000000-0000-0000-0000-00000000000%d", dev);
+    snprintf(pci, CA_STATS_PCI_LEN, "00000000:%02X:00.0", 0x17 + dev);
+    return 0;
+}
+
 static const ca_stats_source g_src = {NULL, src_count, src_read, src_reclaim, src_mem, NULL,
-                                      src_host};
+                                      src_host, src_identify};
 static char g_dir[] = "/tmp/ca-stats-test.XXXXXX";
 
 static void seg_name(int pid, char *buf, size_t len)
@@ -239,6 +252,29 @@ static void test_host_pool_published(void **state)
     top_proc_clear(&p);
     __atomic_store_n(&g_host, 0, __ATOMIC_RELEASE);
     ca_stats_publish();
+}
+
+/* The monitor thread names each device in use once; every snapshot then carries the names. */
+static void test_device_names_published(void **state)
+{
+    (void)state;
+    top_proc p;
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(read_self(&p), 0);
+        int named = p.ndev == 1 && p.dev[0].uuid[0];
+        if (named)
+            break;
+        top_proc_clear(&p);
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(p.ndev, 1);
+    assert_string_equal(p.dev[0].uuid, "GPU-00000000-0000-0000-0000-000000000000");
+    assert_string_equal(p.dev[0].pci_bus_id, "00000000:17:00.0");
+    top_proc_clear(&p);
+    struct timespec ts = {0, 600000000}; /* two more rounds */
+    nanosleep(&ts, NULL);
+    assert_int_equal(__atomic_load_n(&g_identify_calls, __ATOMIC_RELAXED), 1);
 }
 
 static void test_monitor_publishes_and_beats(void **state)
@@ -586,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_header_fields),
         cmocka_unit_test(test_fields_published),
         cmocka_unit_test(test_host_pool_published),
+        cmocka_unit_test(test_device_names_published),
         cmocka_unit_test(test_monitor_publishes_and_beats),
         cmocka_unit_test(test_device_memory_from_monitor_only),
         cmocka_unit_test(test_seqlock_consistency),

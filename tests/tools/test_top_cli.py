@@ -19,7 +19,7 @@ JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes
                     "alloc_calls", "free_calls", "cache_hits", "driver_alloc_calls",
                     "driver_free_calls", "oom_recoveries", "oom_failures",
                     "largest_free_block_bytes", "device_total_bytes", "device_free_bytes",
-                    "given_to_neighbours_bytes"]
+                    "given_to_neighbours_bytes", "uuid", "pci_bus_id"]
 # Offsets fixed by the static assertions of stats_abi.h.
 OFF_VERSION, OFF_PID, OFF_START, OFF_BEAT = 8, 32, 40, 48
 
@@ -83,6 +83,9 @@ def test_json_shape_and_values(env):
     # the device as the writer's driver reports it: 16 GiB, an eighth used by others
     assert d1["device_total_bytes"] == 16384 * MIB, d1
     assert d1["device_free_bytes"] == (16384 - 2048 - 128) * MIB, d1
+    # the device's names as its driver gives them (asked once by the writer's monitor thread)
+    assert d1["uuid"] == "GPU-96be9fff-fdfd-9b87-88d4-fe5b9a012101", d1
+    assert d1["pci_bus_id"] == "00000000:3C:00.0", d1
 
 
 def test_pid_filter(env):
@@ -136,6 +139,12 @@ def test_prometheus(env):
     assert get("cachealloc_device_free_bytes", 1) == (16384 - 2048 - 32) * MIB
     by_pid = {(n, dict(lab).get("pid")): v for (n, lab), v in samples.items()}
     assert by_pid[("cachealloc_responding", str(a))] == 1, by_pid
+    # device series carry the driver's names as dcgm-exporter's do, so that they join
+    labs = [dict(lab) for (n, lab) in samples if n == "cachealloc_reserved_bytes" and
+            dict(lab).get("pid") == str(a)]
+    assert {(lab["device"], lab.get("UUID"), lab.get("pci_bus_id")) for lab in labs} == {
+        ("0", "GPU-96be9fff-fdfd-9b87-88d4-fe5b9a012100", "00000000:3B:00.0"),
+        ("1", "GPU-96be9fff-fdfd-9b87-88d4-fe5b9a012101", "00000000:3C:00.0")}, labs
     assert 0 <= by_pid[("cachealloc_heartbeat_age_seconds", str(a))] < 5
     assert "# TYPE cachealloc_reserved_bytes gauge" in text
     assert "# TYPE cachealloc_alloc_calls counter" in text

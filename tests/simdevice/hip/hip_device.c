@@ -26,9 +26,18 @@ static const struct sd_attr attrs[] = {
     {16, 0},    /* Integrated */
 };
 
-/* One attribute of a device, from the table above. */
+enum { ATTR_PCI_BUS = 67, ATTR_PCI_DEVICE = 68, ATTR_PCI_DOMAIN = 69, PCI_BUS_BASE = 0x17 };
+
+/* One attribute of a device, from the table above; its PCI address as the CUDA driver's
+ * stand-in gives it: bus 0x17 + dev, device and domain 0. */
 API hipError_t hipDeviceGetAttribute(int *v, int attr, int dev)
 {
+    if (attr == ATTR_PCI_BUS || attr == ATTR_PCI_DEVICE || attr == ATTR_PCI_DOMAIN) {
+        int rc = sd_check_device_arg(v, dev);
+        if (!rc)
+            *v = attr == ATTR_PCI_BUS ? PCI_BUS_BASE + dev : 0;
+        return hip_ret(rc);
+    }
     return hip_ret(sd_device_attr(attrs, sizeof attrs / sizeof attrs[0], v, attr, dev));
 }
 
