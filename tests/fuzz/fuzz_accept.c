@@ -3,19 +3,17 @@
  * crash or overread, and must be the same for the same header. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "fuzz_input.h"
 #include "negotiate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *buf = malloc(size + 1);
+    char *buf = fuzz_cstring(data, size);
     if (!buf)
         return 0;
-    memcpy(buf, data, size);
-    buf[size] = '\0';
     int a = top_wants_openmetrics(buf), b = top_wants_openmetrics(buf);
     if ((a != 0 && a != 1) || a != b)
         __builtin_trap();
