@@ -11,6 +11,9 @@
  *           the cache compares with the plain one (compare.sh)
  *   bad     frees the driver refuses, printed with their codes: inside a block, twice,
  *           malloc memory
+ *   limit   under CACHEALLOC_PINNED_LIMIT=8M: two live 4 MiB blocks fill it, a third pinned
+ *           allocation fails with the runtime's out-of-memory code, and one freed makes room
+ *           again (its cached block is reused, never counted twice)
  *   ladder  under a limit of 10 MiB pinned (SIMDEV_PINNED_LIMIT, as a container's): blocks of
  *           three flag sets freed and allocated in turn, then one whose size class would pass
  *           the limit; every call succeeds plainly, so under the cache too, which must unpin
@@ -179,6 +182,25 @@ static int flags(void)
     return 0;
 }
 
+static int limit(void)
+{
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK(gpuMallocHost(&a, 4 * MIB));
+    CHECK(gpuMallocHost(&b, 4 * MIB));
+    gpuError_t e = gpuMallocHost(&c, 4096);
+    printf("a pinned allocation past the limit: %d\n", (int)e);
+    (void)gpuGetLastError();
+    EXPECT(e == gpuErrorOOM && c == NULL);
+    CHECK(gpuFreeHost(b));
+    CHECK(gpuMallocHost(&c, 4 * MIB)); /* the cached block, within the limit */
+    EXPECT(c == b);
+    CHECK(gpuFreeHost(c));
+    CHECK(gpuMallocHost(&c, 2 * MIB)); /* another class: the cached 4 MiB make room */
+    CHECK(gpuFreeHost(c));
+    CHECK(gpuFreeHost(a));
+    return 0;
+}
+
 static int ladder(void)
 {
     static const struct { size_t size; unsigned flags; bool keep; } steps[] = {
@@ -230,6 +252,8 @@ int main(int argc, char **argv)
     const char *c = argc > 1 ? argv[1] : "";
     if (strcmp(c, "loop") == 0)
         return loop(argc > 2 ? atoi(argv[2]) : 200);
+    if (strcmp(c, "limit") == 0)
+        return limit();
     if (strcmp(c, "ladder") == 0)
         return ladder();
     if (strcmp(c, "reuse") == 0)
