@@ -130,7 +130,11 @@ static int drv_resolve(ca_runtime *rt)
     OPT(stream_query, LOOK("cuStreamQuery", 2000, CUABI_GPA_LEGACY, "cuStreamQuery"));
     OPT(device_attribute, LOOK("cuDeviceGetAttribute", 2000, CUABI_GPA_LEGACY,
                                "cuDeviceGetAttribute"));
-    OPT(device_uuid, LOOK("cuDeviceGetUuid", 11040, CUABI_GPA_LEGACY, "cuDeviceGetUuid_v2"));
+    /* The first form: under MIG it names the GPU, as dcgm-exporter's UUID label does (the
+     * second names the MIG instance); the second where the first is gone. */
+    OPT(device_uuid, LOOK("cuDeviceGetUuid", 9020, CUABI_GPA_LEGACY, "cuDeviceGetUuid"));
+    if (!rt->fn.device_uuid)
+        OPT(device_uuid, LOOK("cuDeviceGetUuid", 11040, CUABI_GPA_LEGACY, "cuDeviceGetUuid_v2"));
     /* Expandable segments: through the real lookup, never the shim's own entry points. */
     OPT(mem_address_reserve, VMM("cuMemAddressReserve"));
     OPT(mem_address_free, VMM("cuMemAddressFree"));

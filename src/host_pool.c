@@ -268,6 +268,7 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
         return refused(hp, rc);
     pthread_mutex_lock(&hp->lock);
     if (!insert(hp, b)) {
+        hp->st.driver_alloc_calls++; /* pinned, and unpinned below: both counted */
         pthread_mutex_unlock(&hp->lock);
         b->next_free = NULL;
         unpin_all(hp, b);

@@ -1,7 +1,8 @@
 /* The statistics segment: the one interface src/ (the writer) shares with tools/ (the reader).
  *
  * One segment per process, named /cachealloc.<uid>.<pid> (a file in /dev/shm, or in
- * $CACHEALLOC_SHM_DIR), mode 0600. A header, then device_capacity records of record_size bytes.
+ * $CACHEALLOC_SHM_DIR), mode 0600. A header, then device_capacity records of record_size bytes,
+ * host_records more (pinned host memory) and ident_records more (the devices' names).
  * Plain C, fixed layout: every offset below is static-asserted, so a change of layout cannot
  * go unnoticed. Any change of meaning bumps CA_STATS_ABI_VERSION; readers reject versions
  * outside CA_STATS_ABI_VERSION_MIN..CA_STATS_ABI_VERSION. docs/stats.md describes the protocol.
@@ -112,7 +113,8 @@ typedef struct ca_stats_record {
 /* A device's names, as the driver gives them (version 4): record device_capacity +
  * host_records + d names device d, under its own seqlock; known is 0 until the driver
  * answered. Strings are NUL-terminated, "" when the driver has no such name: uuid as NVIDIA
- * writes it (nvidia-smi, dcgm-exporter), pci_bus_id as dcgm-exporter writes it. */
+ * writes it (nvidia-smi, dcgm-exporter; under MIG the GPU's), pci_bus_id as dcgm-exporter
+ * writes it. */
 typedef struct ca_stats_ident {
     uint64_t seq;
     uint32_t device;

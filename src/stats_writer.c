@@ -189,7 +189,7 @@ static void write_ident(writer_state *st, int dev)
     if (!__atomic_load_n(&st->known[dev], __ATOMIC_ACQUIRE))
         return;
     ca_stats_ident *r = (ca_stats_ident *)record_at(
-        st->hdr, st->hdr->device_capacity + st->hdr->host_records + (unsigned)dev);
+        st->hdr, CA_STATS_DEVICE_CAPACITY + CA_STATS_HOST_RECORDS + (unsigned)dev);
     uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -210,8 +210,10 @@ static void publish_locked(writer_state *st)
     int count = st->src.device_count ? st->src.device_count(st->src.ctx) : 0;
     if (count < 0)
         count = 0;
-    if ((unsigned)count > st->hdr->device_capacity)
-        count = (int)st->hdr->device_capacity;
+    /* The header is in memory other processes of this user may write: never an address or a
+     * bound from it. */
+    if ((unsigned)count > CA_STATS_DEVICE_CAPACITY)
+        count = (int)CA_STATS_DEVICE_CAPACITY;
     unsigned used = __atomic_load_n(&st->hdr->device_used, __ATOMIC_RELAXED);
     for (int dev = 0; dev < count; dev++) {
         ca_dev_stats s;
@@ -234,7 +236,7 @@ static void publish_locked(writer_state *st)
     if (!host_in_use)
         memset(&host, 0, sizeof host);
     static const record_extra none;
-    write_record(record_at(st->hdr, st->hdr->device_capacity), CA_STATS_HOST_DEVICE, &host,
+    write_record(record_at(st->hdr, CA_STATS_DEVICE_CAPACITY), CA_STATS_HOST_DEVICE, &host,
                  host_in_use, &none);
     /* device_used only grows: a reader never loses sight of a device it has seen. */
     if ((unsigned)count > used)

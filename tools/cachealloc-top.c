@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int mode = MODE_LIVE, pid = 0, reclaim_pid = 0, c;
-    const char *listen = NULL;
+    const char *serve_at = NULL;
     double delay = 1.0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
             mode = MODE_RECLAIM;
             break;
         case 'S':
-            listen = optarg;
+            serve_at = optarg;
             mode = MODE_SERVE;
             break;
         case 'h': usage(stdout); return 0;
@@ -145,7 +145,7 @@ int main(int argc, char **argv)
                             "apply\n");
             return 2;
         }
-        return top_serve(listen, dir);
+        return top_serve(serve_at, dir);
     }
     if (mode == MODE_LIVE) {
         if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {

@@ -4,7 +4,6 @@
  * (q 0.1). */
 #include "negotiate.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -25,6 +24,21 @@ static int is(const char *s, size_t n, const char *word)
     return strlen(word) == n && strncasecmp(s, word, n) == 0;
 }
 
+/* A qvalue as RFC 9110 writes it: "0" or "1", then up to three decimals ("1" only with zeros);
+ * -1 for anything else. */
+static double qvalue(const char *s, size_t n)
+{
+    if (n == 0 || (s[0] != '0' && s[0] != '1') || (n > 1 && (s[1] != '.' || n > 5)))
+        return -1.0;
+    double q = s[0] - '0', scale = 0.1;
+    for (size_t i = 2; i < n; i++, scale /= 10) {
+        if (s[i] < '0' || s[i] > '9' || (s[0] == '1' && s[i] != '0'))
+            return -1.0;
+        q += (s[i] - '0') * scale;
+    }
+    return q;
+}
+
 /* One media range, range[0..n): its quality (1 unless q says otherwise; 0 for a bad q) and,
  * for OpenMetrics, whether its version is one this serves. */
 static double quality(const char *range, size_t n, int *version_ok)
@@ -40,15 +54,13 @@ static double quality(const char *range, size_t n, int *version_ok)
         if (eq) {
             size_t kn = (size_t)(eq - param), vn = len - kn - 1;
             const char *key = trim(param, &kn), *val = trim(eq + 1, &vn);
+            if (vn >= 2 && val[0] == '"' && val[vn - 1] == '"') { /* a quoted string */
+                val++;
+                vn -= 2;
+            }
             if (is(key, kn, "q")) {
-                char buf[16];
-                char *stop;
-                if (vn == 0 || vn >= sizeof buf)
-                    return 0.0;
-                memcpy(buf, val, vn);
-                buf[vn] = '\0';
-                q = strtod(buf, &stop);
-                if (*stop || !(q >= 0.0 && q <= 1.0))
+                q = qvalue(val, vn);
+                if (q < 0.0)
                     return 0.0;
             } else if (is(key, kn, "version")) {
                 *version_ok = is(val, vn, "1.0.0");

@@ -3,7 +3,9 @@
  * the text ends with "# EOF") or the text format 0.0.4 (a counter's HELP and TYPE name its
  * sample, _total included). One family per statistics field, named cachealloc_<field> in base
  * units. A process's pinned host memory is a pool of the same families with device="host".
- * Dead processes are left out: their numbers are no longer true. */
+ * Dead processes are left out: their numbers are no longer true. So is a device the process
+ * has not named yet (its monitor thread asks the driver in its first round): its series
+ * would otherwise change labels, and be two series, within a quarter of a second. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,9 @@ typedef struct prom {
     FILE *out;
     const top_list *l;
     int openmetrics;
+    /* The last user name looked up: a name service can be slow, and every sample needs one. */
+    unsigned uid;
+    char user[64];
 } prom;
 
 /* HELP and TYPE of a family; counter names end in _total where the format wants it. */
@@ -26,17 +31,20 @@ static void family(const prom *pm, const char *name, const char *help, int count
 }
 
 /* The labels every sample of process p starts with. */
-static void proc_labels(const prom *pm, const top_proc *p)
+static void proc_labels(prom *pm, const top_proc *p)
 {
-    char user[64];
+    if (!pm->user[0] || pm->uid != p->uid) {
+        top_user_name(p->uid, pm->user, sizeof pm->user);
+        pm->uid = p->uid;
+    }
     fprintf(pm->out, "pid=\"%d\",user=\"", p->pid);
-    top_label_escape(pm->out, top_user_name(p->uid, user, sizeof user));
+    top_label_escape(pm->out, pm->user);
     fputs("\",command=\"", pm->out);
     top_label_escape(pm->out, p->cmdline);
     fputc('"', pm->out);
 }
 
-static void sample(const prom *pm, const top_proc *p, const top_dev *d, const char *name,
+static void sample(prom *pm, const top_proc *p, const top_dev *d, const char *name,
                    int counter, uint64_t v)
 {
     fprintf(pm->out, "cachealloc_%s%s{", name, counter ? "_total" : "");
@@ -60,7 +68,7 @@ static void sample(const prom *pm, const top_proc *p, const top_dev *d, const ch
 }
 
 /* One statistics field of every pool of every live process. */
-static void field(const prom *pm, const char *name, const char *help, int counter, size_t off)
+static void field(prom *pm, const char *name, const char *help, int counter, size_t off)
 {
     family(pm, name, help, counter);
     for (unsigned i = 0; i < pm->l->n; i++) {
@@ -68,7 +76,7 @@ static void field(const prom *pm, const char *name, const char *help, int counte
         for (unsigned k = 0; p->alive && k <= p->ndev; k++) {
             const top_dev *d = k < p->ndev ? &p->dev[k] : p->has_host ? &p->host : NULL;
             uint64_t v;
-            if (!d)
+            if (!d || (k < p->ndev && !d->named))
                 continue;
             memcpy(&v, (const char *)&d->v + off, sizeof v);
             sample(pm, p, d, name, counter, v);
@@ -78,14 +86,14 @@ static void field(const prom *pm, const char *name, const char *help, int counte
 
 /* A per-device figure of each process beside the statistics: the device's memory as its
  * driver reports it (only where it was published), and what it gave its neighbours. */
-static void device_field(const prom *pm, const char *name, const char *help, size_t offset,
+static void device_field(prom *pm, const char *name, const char *help, size_t offset,
                          int counter)
 {
     family(pm, name, help, counter);
     for (unsigned i = 0; i < pm->l->n; i++) {
         const top_proc *p = &pm->l->procs[i];
         for (unsigned k = 0; p->alive && k < p->ndev; k++) {
-            if (!counter && !p->dev[k].has_mem)
+            if ((!counter && !p->dev[k].has_mem) || !p->dev[k].named)
                 continue;
             uint64_t v;
             memcpy(&v, (const char *)&p->dev[k] + offset, sizeof v);
@@ -95,7 +103,7 @@ static void device_field(const prom *pm, const char *name, const char *help, siz
 }
 
 /* One family per process: whether it answers, and how old its last snapshot is. */
-static void process_field(const prom *pm, const char *name, const char *help, int age)
+static void process_field(prom *pm, const char *name, const char *help, int age)
 {
     family(pm, name, help, 0);
     for (unsigned i = 0; i < pm->l->n; i++) {
@@ -114,7 +122,7 @@ static void process_field(const prom *pm, const char *name, const char *help, in
 
 void top_report_prometheus(FILE *out, const top_list *l, int openmetrics)
 {
-    prom pm = {out, l, openmetrics};
+    prom pm = {out, l, openmetrics, 0, ""};
     /* Base units in the name: the one field whose name lacks them gets them here. */
 #define CA_PROM_FAMILY_(name, kind, help)                                                     \
     field(&pm, strcmp(#name, "largest_free_block") ? #name : "largest_free_block_bytes", help, \

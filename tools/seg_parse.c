@@ -89,8 +89,8 @@ unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsign
         return 0;
     for (unsigned i = 0; i < h.device_used && n < max; i++)
         idx[n++] = i;
-    for (unsigned i = 0; i < h.host_records && n < max; i++)
-        idx[n++] = h.device_capacity + i;
+    if (h.host_records && n < max) /* the first: the only one parsed */
+        idx[n++] = h.device_capacity;
     for (unsigned i = 0; i < h.device_used && i < h.ident_records && n < max; i++)
         idx[n++] = h.device_capacity + h.host_records + i;
     return n;
@@ -147,12 +147,14 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
             d->mem_free = rec.mem_free_bytes;
         }
         d->given = h.abi_version >= 3 ? rec.given_bytes : 0; /* a spare word before */
+        d->named = i >= h.ident_records; /* no ident record: no names to wait for */
         if (i < h.ident_records) {
             const unsigned char *ir =
                 base + h.header_size + (size_t)(h.device_capacity + h.host_records + i) * h.record_size;
             ca_stats_ident id;
             memcpy(&id, ir, sizeof id);
             if (!(id.seq & 1u) && id.known && id.device == i) {
+                d->named = 1;
                 copy_field(d->uuid, id.uuid, sizeof d->uuid);
                 copy_field(d->pci_bus_id, id.pci_bus_id, sizeof d->pci_bus_id);
             }

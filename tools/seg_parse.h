@@ -17,6 +17,7 @@ typedef struct top_dev {
     uint64_t given;         /* released at neighbours' requests (ABI version 3; 0 before) */
     char uuid[CA_STATS_UUID_LEN];      /* as the driver names the device; "" unknown (v4)  */
     char pci_bus_id[CA_STATS_PCI_LEN]; /* likewise                                        */
+    int named;              /* the names are final: asked of the driver, or never will be   */
 } top_dev;
 
 /* What a reader knows of one process: header strings sanitized to printable ASCII. */
@@ -51,8 +52,9 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
  * records under their seqlock. */
 int top_seg_record_span(const void *buf, size_t len, unsigned i, size_t *off, size_t *size);
 
-/* The indices of the records a reader reads in buf's segment: the device records published,
- * then the host records; the count, at most max, into idx. */
+/* The indices of the records a reader parses in buf's segment: the device records published,
+ * the first host record, the ident records of the published devices; the count, at most max,
+ * into idx. */
 unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsigned max);
 
 /* Free what a parsed top_proc owns. */

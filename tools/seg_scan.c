@@ -15,6 +15,19 @@
 #include <unistd.h>
 
 #define SEQLOCK_TRIES 1000
+/* What one scan may spend waiting for records to settle, all segments together: a segment
+ * whose record never settles (a writer stopped inside it, or a file made to look so) must not
+ * hold a scrape for long. */
+#define SCAN_REREAD_BUDGET_NS 1000000000ull
+
+static uint64_t g_reread_deadline_ns; /* 0: no budget (a single segment read) */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 const char *top_shm_dir(void)
 {
@@ -71,10 +84,13 @@ static int pread_full(int fd, void *buf, size_t len, off_t off)
 }
 
 /* Seqlock read of one record through the file: seq, record, seq again; each pread is a
- * syscall, so the three reads are ordered. Retry on odd or changed seq. */
-static int reread_record(int fd, unsigned char *dst, size_t off, size_t size)
+ * syscall, so the three reads are ordered. Retry on odd or changed seq, up to tries times and
+ * within the scan's budget. */
+static int reread_record(int fd, unsigned char *dst, size_t off, size_t size, int tries)
 {
-    for (int t = 0; t < SEQLOCK_TRIES; t++) {
+    for (int t = 0; t < tries; t++) {
+        if (t > 0 && g_reread_deadline_ns && now_ns() > g_reread_deadline_ns)
+            return -1;
         uint64_t s1, s2, inner;
         if (pread_full(fd, &s1, sizeof s1, (off_t)off) != 0)
             return -1;
@@ -129,11 +145,19 @@ int top_read_segment(int dirfd, const char *name, top_proc *out, char *why, size
         size_t len = (size_t)st.st_size, off, size;
         unsigned idx[CA_STATS_MAX_RECORDS];
         unsigned used = top_seg_records_used(buf, len, idx, CA_STATS_MAX_RECORDS);
-        /* A record that never settles is marked torn (odd seq): the parser skips it. */
+        ca_stats_header h;
+        memcpy(&h, buf, sizeof h);
+        /* A dead process writes no more: its copy is final, and waiting on it is waste. */
+        if (h.pid != (uint64_t)pid || !top_pid_alive(pid, h.start_time))
+            used = 0;
+        /* A record that never settles is marked torn (odd seq): the parser skips it. After
+         * one, the writer is likely stopped: the others get one try each. */
+        int tries = SEQLOCK_TRIES;
         for (unsigned k = 0; k < used && top_seg_record_span(buf, len, idx[k], &off, &size); k++)
-            if (reread_record(fd, buf + off, off, size) != 0) {
+            if (reread_record(fd, buf + off, off, size, tries) != 0) {
                 uint64_t torn = 1;
                 memcpy(buf + off, &torn, sizeof torn);
+                tries = 1;
             }
         rc = top_seg_parse(buf, len, (long)uid, (long)pid, out, why, whylen);
     }
@@ -170,9 +194,7 @@ static int reap(int dirfd, const char *name, const struct stat *judged)
  * the future, as from another time namespace, counts as fresh). */
 static uint64_t heartbeat_age_ms(uint64_t beat_ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t now = now_ns();
     return now > beat_ns ? (now - beat_ns) / 1000000u : 0;
 }
 
@@ -188,6 +210,7 @@ int top_scan(const char *dir, int pid_filter, int reap_stale, top_list *out, FIL
     DIR *d = opendir(dir);
     if (!d)
         return -1;
+    g_reread_deadline_ns = now_ns() + SCAN_REREAD_BUDGET_NS;
     int dfd = dirfd(d);
     unsigned cap = 0;
     struct dirent *e;
@@ -226,6 +249,7 @@ int top_scan(const char *dir, int pid_filter, int reap_stale, top_list *out, FIL
         out->procs[out->n++] = p;
     }
     closedir(d);
+    g_reread_deadline_ns = 0;
     if (out->n > 1)
         qsort(out->procs, out->n, sizeof *out->procs, cmp_pid);
     return 0;

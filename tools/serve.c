@@ -1,10 +1,12 @@
 /* The exporter. libmicrohttpd parses HTTP and bounds what a client may cost: one polling
- * thread (epoll), a limit of connections, a memory limit per connection (which bounds the
- * request line and headers: past it the client gets 431), and a timeout that closes idle
- * connections. Each scrape reads the segments afresh, as --prometheus does; nothing is kept
- * between scrapes, so a process that ended leaves the output at the next one. The exporter
- * writes nothing: it neither removes dead processes' segments nor posts reclaim requests. Reading a
- * segment never waits for its process (seg_scan.c), so a hung process cannot hold a scrape. */
+ * thread (epoll), a limit of connections in all and per client address (so that one client
+ * cannot hold every slot), a memory limit per connection (which bounds the request line and
+ * headers: past it the client gets 431), and a timeout that closes idle connections. Each
+ * scrape reads the segments afresh, as --prometheus does; nothing is kept between scrapes, so
+ * a process that ended leaves the output at the next one. The exporter writes nothing: it
+ * neither removes dead processes' segments nor posts reclaim requests. A scan waits at most a
+ * second in all for records a writer is inside, and never for a dead process's (seg_scan.c),
+ * so neither a stopped process nor a crafted segment holds a scrape for long. */
 #include "serve.h"
 
 #include <arpa/inet.h>
@@ -24,6 +26,7 @@
 #include "seg_scan.h"
 
 #define MAX_CONNECTIONS 256
+#define MAX_PER_CLIENT 8 /* one client address: a scraper needs one or two */
 #define CONNECTION_MEMORY (16 * 1024) /* request line, headers and MHD's own buffers */
 #define IDLE_TIMEOUT_S 10
 
@@ -113,31 +116,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: try /metrics\n");
 }
 
-/* listen as "[ADDR:]PORT" into addr; 0, or -1 with one line on stderr. */
-static int parse_listen(const char *listen, struct sockaddr_storage *addr, socklen_t *alen)
+/* where as "[ADDR:]PORT" into addr; 0, or -1 with one line on stderr. */
+static int parse_listen(const char *where, struct sockaddr_storage *addr, socklen_t *alen)
 {
     char host[256] = "127.0.0.1";
-    const char *port = listen;
-    const char *colon = strrchr(listen, ':');
-    if (listen[0] == '[') { /* [IPv6]:PORT */
-        const char *close = strchr(listen, ']');
-        if (!close || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host)
+    const char *port = where;
+    const char *colon = strrchr(where, ':');
+    if (where[0] == '[') { /* [IPv6]:PORT */
+        const char *close = strchr(where, ']');
+        if (!close || close[1] != ':' || (size_t)(close - where - 1) >= sizeof host)
             goto bad;
-        memcpy(host, listen + 1, (size_t)(close - listen - 1));
-        host[close - listen - 1] = '\0';
+        memcpy(host, where + 1, (size_t)(close - where - 1));
+        host[close - where - 1] = '\0';
         port = close + 2;
     } else if (colon) {
-        if (strchr(listen, ':') != colon || (size_t)(colon - listen) >= sizeof host ||
-            colon == listen)
+        if (strchr(where, ':') != colon || (size_t)(colon - where) >= sizeof host ||
+            colon == where)
             goto bad;
-        memcpy(host, listen, (size_t)(colon - listen));
-        host[colon - listen] = '\0';
+        memcpy(host, where, (size_t)(colon - where));
+        host[colon - where] = '\0';
         port = colon + 1;
     }
     char *end;
     errno = 0;
     long p = strtol(port, &end, 10);
-    if (errno || end == port || *end || p < 1 || p > 65535)
+    if (errno || !(*port >= '0' && *port <= '9') || *end || p < 1 || p > 65535)
         goto bad;
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -155,15 +158,15 @@ static int parse_listen(const char *listen, struct sockaddr_storage *addr, sockl
     return 0;
 bad:
     fprintf(stderr, "cachealloc-top: --serve wants [ADDR:]PORT (a port from 1 to 65535; an "
-                    "IPv6 address in brackets), not '%s'\n", listen);
+                    "IPv6 address in brackets), not '%s'\n", where);
     return -1;
 }
 
-int top_serve(const char *listen, const char *dir)
+int top_serve(const char *where, const char *dir)
 {
     struct sockaddr_storage addr;
     socklen_t alen = 0;
-    if (parse_listen(listen, &addr, &alen) != 0)
+    if (parse_listen(where, &addr, &alen) != 0)
         return 2;
     char shown[INET6_ADDRSTRLEN + 16];
     char ip[INET6_ADDRSTRLEN] = "?";
@@ -192,9 +195,11 @@ int top_serve(const char *listen, const char *dir)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    errno = 0; /* what is left of the address lookup is not the server's reason */
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)port, NULL, NULL, on_request, (void *)dir, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_CLIENT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!d) {

@@ -5,10 +5,10 @@
 /* The port the documentation and the examples use (docs/monitoring.md says why). */
 #define TOP_SERVE_PORT 9449
 
-/* Serve GET /metrics (and a page at /) on listen, "[ADDR:]PORT" (ADDR an IPv4 address, a
+/* Serve GET /metrics (and a page at /) on where, "[ADDR:]PORT" (ADDR an IPv4 address, a
  * bracketed IPv6 one or a host name; 127.0.0.1 when absent), with the segments of dir, until
- * SIGINT or SIGTERM. The exit status: 0 after a signal, 1 when it cannot listen, 2 for a
- * malformed listen. */
-int top_serve(const char *listen, const char *dir);
+ * SIGINT, SIGTERM or SIGHUP. The exit status: 0 after a signal, 1 when it cannot listen, 2
+ * for a malformed where. */
+int top_serve(const char *where, const char *dir);
 
 #endif

@@ -3,9 +3,9 @@
 
 #include "serve.h"
 
-int top_serve(const char *listen, const char *dir)
+int top_serve(const char *where, const char *dir)
 {
-    (void)listen;
+    (void)where;
     (void)dir;
     fprintf(stderr, "cachealloc-top: --serve is not built in (libmicrohttpd was not found at "
                     "build time); use --prometheus\n");

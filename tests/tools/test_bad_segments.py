@@ -4,6 +4,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,6 +136,28 @@ def test_other_owner(env):
     os.chown(env.seg_path(a), os.geteuid(), os.getegid())
 
 
+def test_records_that_never_settle(env):
+    # A live process's segment whose every record stays odd (a writer stopped inside them, or
+    # a file made so): it is shown, and a scan waits for it about a second, not a record's
+    # worth of retries each (129 of them).
+    a, good = template(env)
+    data = bytearray(good)
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    me = os.getpid()
+    struct.pack_into("<QQ", data, OFF_PID, me, start)
+    struct.pack_into("<I", data, OFF_USED, 64)
+    for i in range((len(data) - HEADER_SIZE) // RECORD_SIZE):
+        struct.pack_into("<Q", data, HEADER_SIZE + i * RECORD_SIZE, 1)
+    write_seg(env, me, data)
+    t0 = time.monotonic()
+    doc, _ = run_all_modes(env)
+    took = time.monotonic() - t0
+    p = proc_of(doc, me)
+    assert p is not None and p["alive"] is True and p["devices"] == [], p
+    assert took < 8, "three scans took %.1f s" % took
+
+
 if __name__ == "__main__":
-    main([test_bad_headers_skipped, test_strings_sanitized, test_symlink_and_special_files,
-          test_other_owner], sys.argv)
+    main([test_bad_headers_skipped, test_records_that_never_settle, test_strings_sanitized,
+          test_symlink_and_special_files, test_other_owner], sys.argv)

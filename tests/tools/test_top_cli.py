@@ -121,6 +121,8 @@ def test_once_table(env):
 
 def test_prometheus(env):
     _, a = env.writer("--devices", 2, "--mib", 16, "--config", 'weird "cmd" \\ line')
+    # A device is exported once the writer's monitor thread has named it (its first round).
+    mem_published(env, a)
     text = env.run("--prometheus").stdout
     samples = check_openmetrics.check(text)
     def get(name, dev):
@@ -133,8 +135,6 @@ def test_prometheus(env):
     assert get("cachealloc_reserved_bytes", 1) == 32 * MIB
     assert get("cachealloc_alloc_calls_total", 0) == 1000
     assert get("cachealloc_oom_recoveries_total", 1) == 3
-    mem_published(env, a)
-    samples = check_openmetrics.check(env.run("--prometheus").stdout)
     assert get("cachealloc_device_total_bytes", 1) == 16384 * MIB
     assert get("cachealloc_device_free_bytes", 1) == (16384 - 2048 - 32) * MIB
     by_pid = {(n, dict(lab).get("pid")): v for (n, lab), v in samples.items()}
