@@ -127,14 +127,38 @@ int sd_dev_place(struct sd_device *d, size_t span, uintptr_t *out)
     return SD_OK;
 }
 
+/* The shared pages that hold `bytes` of small blocks: the driver packs blocks under its page
+ * into common pages; this counts them as packed without a gap, the least a GPU can use. */
+static size_t packed_pages(size_t bytes)
+{
+    return (bytes + SD_BIG_ALIGN - 1) / SD_BIG_ALIGN * SD_BIG_ALIGN;
+}
+
+/* What a block of n bytes takes from the device's capacity. A GPU backs cuMemAlloc memory with
+ * its 2 MiB pages: a block of a page or more is rounded up to whole pages (on an H100 a block of
+ * 3 MiB and 1000 bytes is one mapping of 4 MiB, docs/gpu.md finding 14), smaller ones share
+ * pages. Stream-ordered blocks are their pool's business (sd_pool_alloc.c): 512-rounded. */
+static size_t sd_charge(struct sd_device *d, size_t n, bool async, bool *packed)
+{
+    size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
+    *packed = !async && n < SD_BIG_ALIGN;
+    if (async)
+        return rsize;
+    if (!*packed)
+        return packed_pages(rsize);
+    return packed_pages(d->packed_bytes + rsize) - packed_pages(d->packed_bytes);
+}
+
 int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
 {
     int rc = sd_dev_reserve(d);
     if (rc)
         return rc;
+    bool packed;
     size_t rsize = (n + SD_ALIGN - 1) / SD_ALIGN * SD_ALIGN;
+    size_t charge = sd_charge(d, n, async, &packed);
     size_t ps = page_size();
-    if (n > d->range || !sd_dev_fits(d, rsize)) {
+    if (n > d->range || !sd_dev_fits(d, charge)) {
         d->c.oom++;
         return SD_ENOMEM;
     }
@@ -145,14 +169,16 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         d->c.oom++;
         return SD_ENOMEM;
     }
-    struct sd_alloc a = {.addr = at, .size = n, .rsize = rsize, .span = span, .async = async,
-                         .owner = sd_owner_get()};
+    struct sd_alloc a = {.addr = at, .size = n, .rsize = packed ? rsize : charge, .span = span,
+                         .packed = packed, .async = async, .owner = sd_owner_get()};
     if (sd_table_insert(&d->allocs, &a) != 0) {
         mprotect((void *)at, span, PROT_NONE);
         d->c.oom++;
         return SD_ENOMEM;
     }
-    sd_dev_grow(d, rsize);
+    if (packed)
+        d->packed_bytes += rsize;
+    sd_dev_grow(d, charge);
     *out = (void *)at;
     return SD_OK;
 }
@@ -173,6 +199,10 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
     if (!a)
         return;
     size_t span = a->span, rsize = a->rsize, size = a->size;
+    if (a->packed) { /* the shared pages this block alone kept */
+        rsize = packed_pages(d->packed_bytes) - packed_pages(d->packed_bytes - a->rsize);
+        d->packed_bytes -= a->rsize;
+    }
     struct sd_pool *pool = a->pool;
     int ipc = a->ipc, fd = a->fd;
     sd_table_remove(&d->allocs, addr);

@@ -40,7 +40,8 @@ void sd_config_init(void);
 struct sd_alloc {
     uintptr_t addr;
     size_t size;   /* as requested */
-    size_t rsize;  /* 512-rounded: what counts against capacity */
+    size_t rsize;  /* what counts against capacity: sd_charge() */
+    bool packed;   /* a small cuMemAlloc block inside the device's shared pages */
     size_t span;   /* page-rounded: address space taken */
     bool async;
     bool free_pending; /* a stream-ordered free is queued */
@@ -83,6 +84,7 @@ struct sd_device {
     size_t range;     /* bytes of reserved address space */
     uintptr_t cursor; /* next-fit position */
     size_t used;
+    size_t packed_bytes; /* live small blocks' 512-rounded bytes, in shared 2 MiB pages */
     struct sd_table allocs;
     struct { uintptr_t addr; size_t size; } freed[64]; /* recent frees, to name faults */
     unsigned freed_next;
