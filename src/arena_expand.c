@@ -128,24 +128,43 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     return p->range[small] = s;
 }
 
-/* Map [addr, addr+size), the start of a hole of range s, as one handle, and give dev access
- * to it; on failure nothing is mapped. One handle a growth: the driver charges its virtual
- * memory calls by the call, not by the byte (docs/gpu.md, finding 11), so a mapping page by
- * page would cost ten times cudaMalloc at 20 MiB. Only whole mappings can be unmapped again. */
+/* The bytes each handle of a growth of `size` bytes holds: CACHEALLOC_EXPANDABLE_PIECE, the
+ * driver's page by default, so that any free page can go back to the driver wherever it lies;
+ * larger only for a growth that would take more than CA_GROWTH_PIECES of them, whose calls
+ * would otherwise cost far more than one cudaMalloc of its size (docs/arena.md, "Pieces"). */
+static size_t piece_of(const ca_arena *a, const ca_device *d, size_t size)
+{
+    size_t page = d->vmm_page;
+    size_t piece = ca_align_up(a->cfg.expandable_piece ? a->cfg.expandable_piece : page, page);
+    size_t spread = ca_align_up((size + CA_GROWTH_PIECES - 1) / CA_GROWTH_PIECES, page);
+    return spread > piece ? spread : piece;
+}
+
+/* Map [addr, addr+size), the start of a hole of range s, as pieces of one handle each, and give
+ * dev access to them; on failure nothing is mapped. The driver unmaps whole mappings only, so a
+ * mapping that still holds one live block keeps all its memory: small pieces let every free one
+ * go back (docs/arena.md, "Pieces", has the trade against the calls they cost). */
 static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, size_t size)
 {
     const ca_backend *be = &a->be;
-    uint64_t h = 0;
-    d->st.driver_alloc_calls++;
-    int rc = be->vmm_create(be->ctx, d->id, size, &h);
-    if (rc != CA_OK)
-        return rc;
-    rc = be->vmm_map(be->ctx, d->id, (void *)addr, size, h);
-    /* The mapping holds the memory from here on; unmapping alone gives it back. */
-    be->vmm_release(be->ctx, d->id, h);
-    if (rc != CA_OK)
-        return rc;
-    rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size);
+    size_t piece = piece_of(a, d, size), done = 0;
+    int rc = CA_OK;
+    while (rc == CA_OK && done < size) {
+        size_t n = size - done < piece ? size - done : piece;
+        uint64_t h = 0;
+        d->st.driver_alloc_calls++;
+        rc = be->vmm_create(be->ctx, d->id, n, &h);
+        if (rc != CA_OK)
+            break;
+        rc = be->vmm_map(be->ctx, d->id, (void *)(addr + done), n, h);
+        /* The mapping holds the memory from here on; unmapping alone gives it back. */
+        be->vmm_release(be->ctx, d->id, h);
+        if (rc == CA_OK)
+            done += n;
+    }
+    /* One access call for the run: the driver charges it by the mapping either way. */
+    if (rc == CA_OK)
+        rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size);
     /* The devices the program gave peer access to d reach this memory too, as they reach
      * cudaMalloc memory. */
     for (int p = 0; rc == CA_OK && d->peers >> p; p++)
@@ -154,10 +173,12 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
                                                            p, true)
                                      : CA_ERR_BACKEND;
     if (rc != CA_OK) {
-        be->vmm_unmap(be->ctx, d->id, (void *)addr, size);
+        if (done)
+            be->vmm_unmap(be->ctx, d->id, (void *)addr, done);
         return rc;
     }
-    ca_range_mark(s, d->vmm_page, addr, true);
+    for (size_t at = 0; at < size; at += piece)
+        ca_range_mark(s, d->vmm_page, addr + at, true);
     return CA_OK;
 }
 

@@ -20,6 +20,7 @@
 #define CA_LARGE_ROUND (2u << 20)         /* larger: rounded to this             */
 #define CA_LARGE_MIN_REMAINDER (1u << 20) /* large blocks split only above this  */
 #define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
+#define CA_GROWTH_PIECES 128u             /* a larger growth takes larger pieces  */
 #define CA_MAX_STACK 16
 
 /* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). UNMAPPED:

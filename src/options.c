@@ -16,7 +16,7 @@
 
 typedef enum opt_id {
     OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
-    OPT_EXPANDABLE, OPT_PINNED, OPT_PINNED_LIMIT, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_IDLE_RELEASE, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
+    OPT_EXPANDABLE, OPT_EXPANDABLE_PIECE, OPT_PINNED, OPT_PINNED_LIMIT, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_IDLE_RELEASE, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
 typedef enum opt_kind {
@@ -75,6 +75,9 @@ static const opt_desc opt_table[OPT_COUNT] = {
                        "a size above 20M: 32M, 1G, 1T", "unlimited"},
     [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, expandable_words, 0,
                         "auto, " BOOL_ACCEPTED, "auto"},
+    /* The driver's page (2 MiB on NVIDIA's GPUs) is the least a mapping can be. */
+    [OPT_EXPANDABLE_PIECE] = {PREFIX "EXPANDABLE_PIECE", "expandable_piece", K_SIZE, NULL,
+                              2 * MiB, "a size of at least 2M: 2M, 4M, 20M", "2M"},
     [OPT_PINNED] = {PREFIX "PINNED", "pinned", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
     [OPT_PINNED_LIMIT] = {PREFIX "PINNED_LIMIT", "pinned_limit", K_SIZE, NULL, 0, SIZE_ACCEPTED,
                           "no limit"},
@@ -110,6 +113,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_PREALLOC: v.bytes = o->prealloc_bytes; break;
     case OPT_MAX_SPLIT: v.bytes = o->max_split; break;
     case OPT_EXPANDABLE: v.choice = o->expandable; break;
+    case OPT_EXPANDABLE_PIECE: v.bytes = o->expandable_piece; break;
     case OPT_PINNED: v.choice = o->pinned; break;
     case OPT_PINNED_LIMIT: v.bytes = o->pinned_limit; break;
     case OPT_THREAD_CACHE: v.choice = o->thread_cache; break;
@@ -140,6 +144,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     case OPT_PREALLOC: o->prealloc_bytes = v->bytes; break;
     case OPT_MAX_SPLIT: o->max_split = v->bytes; break;
     case OPT_EXPANDABLE: o->expandable = v->choice; break;
+    case OPT_EXPANDABLE_PIECE: o->expandable_piece = v->bytes; break;
     case OPT_PINNED: o->pinned = v->choice; break;
     case OPT_PINNED_LIMIT: o->pinned_limit = v->bytes; break;
     case OPT_THREAD_CACHE: o->thread_cache = v->choice; break;
@@ -161,6 +166,7 @@ void ca_options_defaults(ca_options *o) {
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
     o->expandable = CA_EXPANDABLE_AUTO;
+    o->expandable_piece = 2 * MiB;
     o->pinned = 1;
     o->thread_cache = 1;
     o->stats = 1;
@@ -432,6 +438,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->prealloc_bytes = o->prealloc_bytes;
     c->max_split = o->max_split;
     c->expandable = o->expandable;
+    c->expandable_piece = o->expandable_piece;
     c->thread_cache = o->thread_cache;
     c->big_align = CA_BIG_ALIGN_DEFAULT;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;

@@ -44,7 +44,7 @@ int main(void)
     EXPECT(c.reserved_bytes == 0);
     uint64_t mallocs = simdev_allocs(c);
     use_block(64 * MIB, 7); /* the forgotten segment is not handed out: a new one is made */
-    EXPECT(simdev_allocs(sim_counters(0)) == mallocs + 1);
+    EXPECT(simdev_allocs(sim_counters(0)) > mallocs);
 
     void *h;
     CHECK(gpuMallocHost(&h, MIB));
@@ -58,11 +58,12 @@ int main(void)
             _exit(2);
         uint64_t before = simdev_allocs(sim_counters(0));
         void *q;
-        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != before + 1)
+        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) <= before)
             _exit(3);
+        uint64_t grown = simdev_allocs(sim_counters(0));
         if (gpuFree(q) != gpuSuccess)
             _exit(4);
-        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != before + 1)
+        if (gpuMalloc(&q, 64 * MIB) != gpuSuccess || simdev_allocs(sim_counters(0)) != grown)
             _exit(5); /* ... and the child's own cache works */
         uint64_t pins = sim_counters(-1).host_allocs;
         void *g;

@@ -89,7 +89,8 @@ int main(int argc, char **argv)
     struct simdev_counters c1 = sim_counters(-1);
     EXPECT(simdev_allocs(c1) - simdev_allocs(c0) == st.driver_alloc_calls);
     EXPECT(c1.malloc_async_calls == c0.malloc_async_calls);
-    EXPECT(st.driver_alloc_calls >= 1 && st.driver_alloc_calls <= 2);
+    /* One or two growths of at most 64 MiB, in pieces of a page (32 a growth at most). */
+    EXPECT(st.driver_alloc_calls >= 1 && st.driver_alloc_calls <= 64);
 
     /* Device 1 while device 0 is current: the block is device 1's, the current device stays. */
     void *d1 = alloc((ssize_t)(4 * MiB), 1, NULL);

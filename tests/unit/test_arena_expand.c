@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "arena_fixture.h"
+#include "arena_internal.h"
 
 #define PAGE FAKE_PAGE
 
@@ -23,6 +24,17 @@ static fixture *fx_expand(int expandable)
 static int setup(void **state)
 {
     fixture *f = fx_expand(1);
+    fx_start(f);
+    *state = f;
+    return 0;
+}
+
+/* One mapping a growth (CACHEALLOC_EXPANDABLE_PIECE larger than any growth here): what the
+ * driver's whole-mapping rule means for the arena shows in the fewest pieces. */
+static int setup_whole(void **state)
+{
+    fixture *f = fx_expand(1);
+    f->cfg.expandable_piece = 1 * GiB;
     fx_start(f);
     *state = f;
     return 0;
@@ -89,6 +101,76 @@ static void test_grows_by_one_mapping_per_growth(void **state)
     assert_int_equal(f->dev.vmm_creates, 2);
     must_free(f, c, NULL, CA_API_PLAIN);
     assert_exact(f);
+}
+
+/* By default a growth is mapped a page a handle, with one access call for the run. */
+static void test_grows_a_page_a_handle(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 5 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, 3);
+    assert_int_equal(f->dev.maps, 3);
+    assert_int_equal(stats(f).driver_alloc_calls, 3);
+    assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
+    assert_exact(f);
+    must_free(f, a, NULL, CA_API_PLAIN);
+}
+
+/* The case one mapping a growth cannot serve: a long-lived small block left inside the memory
+ * of a freed large one. With a page a handle every free page around it goes back. */
+static void test_free_pages_beside_a_live_block_go_back(void **state)
+{
+    fixture *f = *state;
+    char *a = use_alloc(f, 16 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    char *b = use_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(b, a);
+    assert_int_equal(f->dev.vmm_creates, 8);
+    fake_complete_all(&f->dev);
+    assert_int_equal(ca_reclaim(f->a, 0), 14 * MiB);
+    assert_int_equal(fake_mapped(&f->dev, a, 2 * MiB), 1);
+    assert_int_equal(fake_mapped(&f->dev, a + 2 * MiB, 2 * MiB), 0);
+    assert_int_equal(stats(f).driver_free_calls, 7);
+    assert_int_equal(f->dev.violations, 0);
+    assert_exact(f);
+    must_free(f, b, NULL, CA_API_PLAIN);
+}
+
+/* CACHEALLOC_EXPANDABLE_PIECE=4M: pieces of two pages, the last one what is left. */
+static void test_configured_piece(void **state)
+{
+    (void)state;
+    fixture *f = fx_expand(1);
+    f->cfg.expandable_piece = 3 * MiB; /* rounded up to whole pages: 4 MiB */
+    fx_start(f);
+    char *a = use_alloc(f, 10 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, 3); /* 4 + 4 + 2 MiB */
+    must_free(f, a, NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    assert_int_equal(ca_reclaim(f->a, 0), 10 * MiB);
+    assert_int_equal(stats(f).driver_free_calls, 3);
+    assert_exact(f);
+    ca_arena_destroy(f->a);
+    assert_int_equal(f->dev.mapped_bytes, 0);
+    test_free(f);
+}
+
+/* A growth of more than CA_GROWTH_PIECES pages takes larger pieces, so that one huge
+ * allocation (a framework's preallocation) costs a bounded number of driver calls. */
+static void test_huge_growth_takes_larger_pieces(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(2 * GiB);
+    f->cfg.expandable = 1;
+    fx_start(f);
+    size_t n = (size_t)CA_GROWTH_PIECES * 2 * PAGE; /* twice as many pages as pieces */
+    char *a = use_alloc(f, n, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, CA_GROWTH_PIECES);
+    assert_int_equal(stats(f).reserved_bytes, n);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    ca_arena_destroy(f->a);
+    assert_int_equal(f->dev.mapped_bytes, 0);
+    test_free(f);
 }
 
 /* What another process must map to see a block: the whole mappings holding it, a block
@@ -508,9 +590,15 @@ static void test_peer_access_reaches_every_mapping(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_grows_by_one_mapping_per_growth, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grows_by_one_mapping_per_growth, setup_whole,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grows_a_page_a_handle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_pages_beside_a_live_block_go_back, setup,
+                                        teardown),
+        cmocka_unit_test(test_configured_piece),
+        cmocka_unit_test(test_huge_growth_takes_larger_pieces),
+        cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup_whole, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup_whole, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_pieces_stop_at_a_hole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_frees_give_their_mappings_back, setup,
                                         teardown),
@@ -524,7 +612,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unmapping_waits_for_work_on_the_pages, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fake_sees_an_unmap_under_work, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reclaim_unmaps_a_hole_and_growth_refills_it, setup,
+        cmocka_unit_test_setup_teardown(test_reclaim_unmaps_a_hole_and_growth_refills_it, setup_whole,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_partial_pages_stay_mapped, setup, teardown),
         cmocka_unit_test(test_threshold_unmaps_pages_the_sync_proved_idle),
@@ -533,7 +621,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reset_gives_mappings_and_reservations_back, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_dead_stream_range_is_taken_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_stream_range_is_taken_over, setup_whole, teardown),
         cmocka_unit_test_setup_teardown(test_peer_access_reaches_every_mapping, setup,
                                         teardown),
     };

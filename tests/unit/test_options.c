@@ -110,11 +110,13 @@ static void test_good_values(void **state) {
                     "CACHEALLOC_MAX_SPLIT=32M", "CACHEALLOC_STATS=0", "CACHEALLOC_LEAK_CHECK=stacks",
                     "CACHEALLOC_TRACE=/tmp/trace.txt", "CACHEALLOC_VERBOSE=1",
                     "CACHEALLOC_SHM_DIR=/run/shm", "CACHEALLOC_NEIGHBOURS=off",
-                    "CACHEALLOC_IDLE_RELEASE=30s", "CACHEALLOC_PINNED_LIMIT=2G", NULL};
+                    "CACHEALLOC_IDLE_RELEASE=30s", "CACHEALLOC_PINNED_LIMIT=2G",
+                    "CACHEALLOC_EXPANDABLE_PIECE=20M", NULL};
     parse_env(&p, envp);
     assert_int_equal(p.problems, 0);
     assert_int_equal(p.lines, 0);
     assert_true(p.o.pinned_limit == 2ull << 30);
+    assert_true(p.o.expandable_piece == 20ull << 20);
     assert_int_equal(p.o.pool, CA_POOL_BINNED);
     assert_int_equal(p.o.reuse, CA_REUSE_STREAM);
     assert_true(p.o.limit_bytes == 6ull << 30);
@@ -285,6 +287,8 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_MAX_SPLIT=20M", "is too small");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=512K", "(unlimited)");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=0", "is too small");
+    expect_one_warning("CACHEALLOC_EXPANDABLE_PIECE=1M", "is too small");
+    expect_one_warning("CACHEALLOC_EXPANDABLE_PIECE=big", "using the default (2M)");
     expect_one_warning("CACHEALLOC_EXPANDABLE=2", "CACHEALLOC_EXPANDABLE=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (auto)");
     expect_one_warning("CACHEALLOC_PINNED=2", "CACHEALLOC_PINNED=2 is not an accepted value");
