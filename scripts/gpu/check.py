@@ -476,15 +476,21 @@ def bench(r, deadline):
     if not quick:
         traces += [os.path.join(r.build, "traces", t) for t in r.manifest.get("traces", [])]
     for tr in traces:
-        for mode in ("plain", "cache", "expand", "cub"):
+        # expand: CUDA's default, pieces of a page; expand-4M and expand-growth (one mapping a
+        # growth): the first pass's cost of coarser pieces (docs/arena.md, "Pieces").
+        pieces = {"expand": "2M", "expand-4M": "4M", "expand-growth": "1T"}
+        for mode in ("plain", "cache", "expand", "expand-4M", "expand-growth", "cub"):
             prog = "bench-replay-cub" if mode == "cub" else "bench-replay"
-            env = envc if mode in ("cache", "expand") else envp
-            if mode in ("cache", "expand"):  # plain segments, or expandable (CUDA's default)
-                env = dict(env, CACHEALLOC_EXPANDABLE="1" if mode == "expand" else "0")
+            env = envp if mode in ("plain", "cub") else envc
+            if mode == "cache":  # plain segments
+                env = dict(env, CACHEALLOC_EXPANDABLE="0")
+            elif mode in pieces:
+                env = dict(env, CACHEALLOC_EXPANDABLE="1", CACHEALLOC_EXPANDABLE_PIECE=pieces[mode])
             v = kv([os.path.join(b, prog), tr, "--memset", "8", "--passes", "3"], env, 120)
             if v:
                 replays["%s.%s" % (os.path.basename(tr), mode)] = {
                     k: v.get(k) for k in ("wall_s", "alloc_failures", "later_failures",
+                                           "vmm_creates", "driver_mallocs",
                                            "peak_live_bytes", "peak_reserved_bytes",
                                            "cache_peak_reserved_bytes", "cache_driver_allocs",
                                            "cache_driver_frees", "fragmentation",
