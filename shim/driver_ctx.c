@@ -34,6 +34,13 @@ void *ca_drv_primary_of(int dev)
     return ctx;
 }
 
+void *ca_drv_slot_context(int slot)
+{
+    return slot >= 0 && slot < CA_MAX_DEVICES
+               ? atomic_load_explicit(&slots[slot], memory_order_acquire)
+               : NULL;
+}
+
 int ca_drv_slot_of(void *ctx)
 {
     for (int i = 0; i < CA_MAX_DEVICES; i++)

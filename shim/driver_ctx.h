@@ -20,6 +20,9 @@ ca_rt_err ca_drv_set_slot(int slot);
 /* The slot of context ctx, or -1 when the shim never met it. */
 int ca_drv_slot_of(void *ctx);
 
+/* The context slot holds, or NULL. */
+void *ca_drv_slot_context(int slot);
+
 /* The primary context of device dev while it is active, else NULL. */
 void *ca_drv_primary_of(int dev);
 

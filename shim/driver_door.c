@@ -18,6 +18,7 @@
 #include "driver_served.h"
 #include "front.h"
 #include "front_lane.h"
+#include "host_front.h"
 #include "init.h"
 #include "loader.h"
 
@@ -138,10 +139,12 @@ ca_rt_err cuCtxSynchronize_v2(cuabi_context_t ctx)
     return e;
 }
 
-/* The context of `slot` lost its memory: the cache forgets what it held there. */
+/* The context of `slot` lost its memory, its pinned memory too: the cache forgets what it held
+ * there. */
 static void forget_slot(int slot)
 {
     ca_front_forget_device(&ca_drv_rt, slot);
+    ca_front_host_forget(&ca_drv_rt, ca_drv_slot_context(slot));
 }
 
 /* The primary context of dev went inactive, its memory with it: the cache forgets its blocks

@@ -24,8 +24,6 @@ typedef ca_rt_err (*set_access_fn)(cuabi_mempool_t pool, const struct CUmemAcces
 typedef ca_rt_err (*trim_fn)(cuabi_mempool_t pool, size_t keep);
 typedef ca_rt_err (*count_fn)(int *count);
 typedef ca_rt_err (*stream_ctx_fn)(cuabi_stream_t stream, cuabi_context_t *ctx);
-typedef ca_rt_err (*ctx_fn)(cuabi_context_t ctx);
-typedef ca_rt_err (*ctx_out_fn)(cuabi_context_t *ctx);
 typedef ca_rt_err (*ctx_device_fn)(int *dev);
 
 /* Devices whose current pool the program chose; devices whose default pool it shares with
@@ -75,16 +73,14 @@ static void set_bit(atomic_uint_fast64_t *mask, int bit, int on)
  * the thread's current context is never disturbed. -1 when the driver refuses. */
 static int context_device(cuabi_context_t ctx)
 {
-    ctx_fn push = REAL(ctx_fn, "cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2");
-    ctx_out_fn pop = REAL(ctx_out_fn, "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2");
-    ctx_device_fn get = REAL(ctx_device_fn, "cuCtxGetDevice", 2000, "cuCtxGetDevice");
+    const ca_drv_fns *f = ca_drv_fns_get();
     int dev = -1;
-    if (push == NULL || pop == NULL || get == NULL || push(ctx) != CUABI_SUCCESS)
+    if (f == NULL || f->ctx_push(ctx) != CUABI_SUCCESS)
         return -1;
-    if (get(&dev) != CUABI_SUCCESS)
+    if (f->ctx_get_device(&dev) != CUABI_SUCCESS)
         dev = -1;
-    cuabi_context_t popped;
-    pop(&popped);
+    void *popped;
+    f->ctx_pop(&popped);
     return dev;
 }
 

@@ -88,6 +88,8 @@ const ca_drv_fns *ca_drv_fns_get(void)
         LOOK(ctx_get_current, "cuCtxGetCurrent", 4000, "cuCtxGetCurrent");
         LOOK(ctx_set_current, "cuCtxSetCurrent", 4000, "cuCtxSetCurrent");
         LOOK(ctx_get_device, "cuCtxGetDevice", 2000, "cuCtxGetDevice");
+        LOOK(ctx_push, "cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2");
+        LOOK(ctx_pop, "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2");
         LOOK(primary_retain, "cuDevicePrimaryCtxRetain", 7000, "cuDevicePrimaryCtxRetain");
         LOOK(primary_release, "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2");
         LOOK(primary_get_state, "cuDevicePrimaryCtxGetState", 7000, "cuDevicePrimaryCtxGetState");

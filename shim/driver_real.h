@@ -15,6 +15,8 @@ typedef struct ca_drv_fns {
     ca_rt_err (*ctx_get_current)(void **ctx);
     ca_rt_err (*ctx_set_current)(void *ctx);
     ca_rt_err (*ctx_get_device)(int *dev);
+    ca_rt_err (*ctx_push)(void *ctx);
+    ca_rt_err (*ctx_pop)(void **ctx);
     ca_rt_err (*primary_retain)(void **ctx, int dev);
     ca_rt_err (*primary_release)(int dev);
     ca_rt_err (*primary_get_state)(int dev, unsigned *flags, int *active);

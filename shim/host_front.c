@@ -1,8 +1,9 @@
 /* Pinned host memory through the cache. The pool is made at the first pinned allocation the
  * cache serves; its backend is the runtime's own calls. A free waits as the driver's free of
  * pinned memory waits (docs/gpu.md finding 12: cuMemFreeHost returned only after a queued 200 ms
- * host function): the calling thread's context (device, for HIP) is synchronized, then the block
- * is cached. The driver's pinning and unpinning, milliseconds each, are what the cache saves;
+ * host function): the calling thread's context (device, for HIP) is synchronized, or, where the
+ * runtime has contexts and none is current, the block's own (ca_runtime.host_wait), then the
+ * block is cached. The driver's pinning and unpinning, milliseconds each, are what the cache saves;
  * the wait costs microseconds on an idle device and is the driver's own, which a program may
  * count on (docs/arena.md, "Pinned host memory"). */
 #include <stdint.h>
@@ -24,10 +25,12 @@ static int status_of(ca_runtime *rt, ca_rt_err e)
     return e == rt->codes.out_of_memory ? CA_ERR_OOM : CA_ERR_BACKEND;
 }
 
-static int be_alloc(void *ctx, size_t size, unsigned flags, void **out)
+static int be_alloc(void *ctx, size_t size, unsigned flags, void **out, void **owner)
 {
     ca_runtime *rt = ctx;
-    return status_of(rt, rt->fn.host_alloc(out, size, flags));
+    int rc = status_of(rt, rt->fn.host_alloc(out, size, flags));
+    *owner = rc == CA_OK && rt->host_owner ? rt->host_owner() : NULL;
+    return rc;
 }
 
 static int be_release(void *ctx, void *p)
@@ -36,11 +39,10 @@ static int be_release(void *ctx, void *p)
     return status_of(rt, rt->fn.host_free(p));
 }
 
-static int be_wait(void *ctx, void *token)
+static int be_wait(void *ctx, void *owner)
 {
-    (void)token; /* the calling thread's context, as the driver's free waits for it */
     ca_runtime *rt = ctx;
-    return status_of(rt, rt->fn.device_synchronize());
+    return status_of(rt, rt->host_wait ? rt->host_wait(owner) : rt->fn.device_synchronize());
 }
 
 /* rt's pool, made at the first call that needs one; NULL when the cache does not serve pinned
@@ -83,7 +85,7 @@ ca_rt_err ca_front_host_alloc(ca_runtime *rt, void **ptr, size_t size, unsigned 
 ca_rt_err ca_front_host_free(ca_runtime *rt, void *ptr)
 {
     ca_host_pool *hp = pool_of(rt, false);
-    int rc = hp && ptr ? ca_host_free(hp, ptr, NULL) : CA_ERR_NOT_OURS;
+    int rc = hp && ptr ? ca_host_free(hp, ptr) : CA_ERR_NOT_OURS;
     switch (rc) {
     case CA_OK:
         return rt->codes.success;
@@ -94,6 +96,13 @@ ca_rt_err ca_front_host_free(ca_runtime *rt, void *ptr)
     default:
         return last_code;
     }
+}
+
+void ca_front_host_forget(ca_runtime *rt, void *owner)
+{
+    ca_host_pool *hp = pool_of(rt, false);
+    if (hp)
+        ca_host_forget_owner(hp, owner);
 }
 
 bool ca_front_host_locate(ca_runtime *rt, const void *p, uintptr_t *start, size_t *size)

@@ -15,6 +15,9 @@ ca_rt_err ca_front_host_alloc(ca_runtime *rt, void **ptr, size_t size, unsigned 
  * runtime; the runtime's code. */
 ca_rt_err ca_front_host_free(ca_runtime *rt, void *ptr);
 
+/* owner (what ca_runtime.host_owner named) is gone, and the pinned memory it held with it. */
+void ca_front_host_forget(ca_runtime *rt, void *owner);
+
 /* Whether p lies in a live block of the cache of pinned memory: its start and the size asked. */
 bool ca_front_host_locate(ca_runtime *rt, const void *p, uintptr_t *start, size_t *size);
 

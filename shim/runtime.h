@@ -165,6 +165,11 @@ typedef struct ca_runtime {
     /* Expandable segments when CACHEALLOC_EXPANDABLE is auto: on where the door exports their
      * blocks to other processes (ipc_mapped.c), since a default must not break IPC. */
     int expandable_default;
+    /* Optional, where memory belongs to a context (the CUDA driver): what a pinned block
+     * belongs to, asked when it is pinned, and the wait of its free given that (host_front.c);
+     * without them, the current device's fn.device_synchronize. */
+    void *(*host_owner)(void);
+    ca_rt_err (*host_wait)(void *owner);
 
     /* State, owned by init.c: filled once, then read without locks. */
     ca_rt_fns fn;

@@ -16,8 +16,10 @@ typedef struct host_block {
     size_t size;      /* what the driver pinned */
     size_t requested; /* what the program asked for, while live */
     unsigned flags;
+    void *owner;      /* the backend's name of what the block belongs to (alloc's) */
     bool live;
     bool exact;       /* pinned at the size asked, off the classes: never cached */
+    bool orphan;      /* its owner is gone, and its memory with it: never cached */
     struct host_block *next_free;
 } host_block;
 
@@ -147,18 +149,22 @@ static host_block *collect_cached(ca_host_pool *hp, uint64_t keep)
     return out;
 }
 
-/* Unpins a list collect_cached made; the bytes unpinned. Without the lock. */
-static uint64_t unpin_all(ca_host_pool *hp, host_block *list)
+/* Unpins a list collect_cached made; the bytes unpinned, and *rc the last release's status
+ * (rc may be NULL). Without the lock. */
+static uint64_t unpin_all(ca_host_pool *hp, host_block *list, int *rc)
 {
     uint64_t bytes = 0, calls = 0;
     while (list) {
         host_block *b = list;
         list = b->next_free;
-        if (hp->be.release(hp->be.ctx, (void *)b->addr) == CA_OK) {
+        int released = hp->be.release(hp->be.ctx, (void *)b->addr);
+        if (released == CA_OK) {
             trace(hp, CA_TRACE_HOST_UNPIN, b->addr, b->size);
             bytes += b->size;
             calls++;
         }
+        if (rc)
+            *rc = released;
         free(b);
     }
     if (calls) {
@@ -173,24 +179,24 @@ static uint64_t unpin_all(ca_host_pool *hp, host_block *list)
  * the size asked itself (a power of two may pass a locked-memory limit the request fits). */
 static int pin(ca_host_pool *hp, size_t size, size_t cls, unsigned flags, host_block **out)
 {
-    void *p = NULL;
+    void *p = NULL, *owner = NULL;
     size_t got = cls;
-    int rc = hp->be.alloc(hp->be.ctx, cls, flags, &p);
+    int rc = hp->be.alloc(hp->be.ctx, cls, flags, &p, &owner);
     bool rescued = false;
     if (rc == CA_ERR_OOM) {
         pthread_mutex_lock(&hp->lock);
         host_block *list = collect_cached(hp, 0);
         pthread_mutex_unlock(&hp->lock);
         if (list) {
-            unpin_all(hp, list);
-            rc = hp->be.alloc(hp->be.ctx, cls, flags, &p);
+            unpin_all(hp, list, NULL);
+            rc = hp->be.alloc(hp->be.ctx, cls, flags, &p, &owner);
             rescued = rc == CA_OK;
         }
     }
     size_t exact = (size + PAGE - 1) / PAGE * PAGE;
     if (rc == CA_ERR_OOM && exact < cls) {
         got = exact;
-        rc = hp->be.alloc(hp->be.ctx, exact, flags, &p);
+        rc = hp->be.alloc(hp->be.ctx, exact, flags, &p, &owner);
         rescued = rc == CA_OK;
     }
     if (rc != CA_OK)
@@ -201,7 +207,8 @@ static int pin(ca_host_pool *hp, size_t size, size_t cls, unsigned flags, host_b
         return CA_ERR_OOM;
     }
     trace(hp, CA_TRACE_HOST_PIN, (uintptr_t)p, got);
-    *b = (host_block){.addr = (uintptr_t)p, .size = got, .flags = flags, .exact = got != cls};
+    *b = (host_block){
+        .addr = (uintptr_t)p, .size = got, .flags = flags, .owner = owner, .exact = got != cls};
     if (rescued) {
         pthread_mutex_lock(&hp->lock);
         hp->st.oom_recoveries++;
@@ -262,7 +269,7 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
         return CA_OK;
     }
     pthread_mutex_unlock(&hp->lock);
-    unpin_all(hp, excess);
+    unpin_all(hp, excess, NULL);
     int rc = pin(hp, size, cls, flags, &b);
     if (rc != CA_OK)
         return refused(hp, rc);
@@ -271,7 +278,7 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
         hp->st.driver_alloc_calls++; /* pinned, and unpinned below: both counted */
         pthread_mutex_unlock(&hp->lock);
         b->next_free = NULL;
-        unpin_all(hp, b);
+        unpin_all(hp, b, NULL);
         return refused(hp, CA_ERR_OOM);
     }
     hp->st.driver_alloc_calls++;
@@ -281,7 +288,7 @@ int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out)
     return CA_OK;
 }
 
-int ca_host_free(ca_host_pool *hp, void *p, void *token)
+int ca_host_free(ca_host_pool *hp, void *p)
 {
     pthread_mutex_lock(&hp->lock);
     host_block *b = holding(hp, (uintptr_t)p);
@@ -296,20 +303,27 @@ int ca_host_free(ca_host_pool *hp, void *p, void *token)
     hp->st.requested_bytes -= b->requested;
     hp->st.waiting_bytes += b->size;
     hp->st.free_calls++;
-    hp->st.waits++;
+    hp->st.waits += !b->orphan;
+    bool orphan = b->orphan;
+    void *owner = b->owner;
     trace(hp, CA_TRACE_HOST_FREE, b->addr, b->requested);
     pthread_mutex_unlock(&hp->lock);
     /* The driver's free waits for the device: a program may free a buffer right after queueing
-     * an asynchronous copy from it, and may count on the wait itself. */
-    int rc = hp->be.wait(hp->be.ctx, token);
+     * an asynchronous copy from it, and may count on the wait itself. An orphan's work went
+     * with its owner. */
+    int rc = orphan ? CA_OK : hp->be.wait(hp->be.ctx, owner);
     pthread_mutex_lock(&hp->lock);
     hp->st.waiting_bytes -= b->size;
-    if (rc != CA_OK || b->exact) {
+    orphan = b->orphan; /* its owner may have gone during the wait */
+    if (rc != CA_OK || b->exact || orphan) {
         remove_block(hp, b);
         pthread_mutex_unlock(&hp->lock);
         b->next_free = NULL;
-        unpin_all(hp, b);
-        return rc;
+        int released = CA_OK;
+        unpin_all(hp, b, &released);
+        /* An orphan is the driver's to free: its answer is the program's, as without the
+         * cache (the memory may be gone already). */
+        return orphan && rc == CA_OK ? released : rc;
     }
     int k = class_of(b->size);
     b->next_free = hp->free_list[k];
@@ -332,12 +346,39 @@ bool ca_host_locate(ca_host_pool *hp, const void *p, uintptr_t *start, size_t *s
     return found;
 }
 
+void ca_host_forget_owner(ca_host_pool *hp, void *owner)
+{
+    if (!owner)
+        return;
+    host_block *list = NULL;
+    pthread_mutex_lock(&hp->lock);
+    for (int k = 0; k < CLASSES; k++)
+        for (host_block **at = &hp->free_list[k]; *at;) {
+            host_block *b = *at;
+            if (b->owner != owner) {
+                at = &b->next_free;
+                continue;
+            }
+            *at = b->next_free;
+            hp->st.cached_bytes -= b->size;
+            remove_block(hp, b);
+            b->next_free = list;
+            list = b;
+        }
+    /* Live and waiting blocks: their frees go to the driver. */
+    for (size_t i = 0; i < hp->n; i++)
+        if (hp->by_addr[i]->owner == owner)
+            hp->by_addr[i]->orphan = true;
+    pthread_mutex_unlock(&hp->lock);
+    unpin_all(hp, list, NULL);
+}
+
 uint64_t ca_host_trim(ca_host_pool *hp, uint64_t keep)
 {
     pthread_mutex_lock(&hp->lock);
     host_block *list = collect_cached(hp, keep);
     pthread_mutex_unlock(&hp->lock);
-    return unpin_all(hp, list);
+    return unpin_all(hp, list, NULL);
 }
 
 void ca_host_get_stats(ca_host_pool *hp, ca_host_stats *out)

@@ -18,13 +18,15 @@
 /* The driver as the host pool sees it. Each returns a ca_status. */
 typedef struct ca_host_backend {
     void *ctx;
-    /* Pin size bytes with the runtime's flags. CA_ERR_OOM when the driver refuses. */
-    int (*alloc)(void *ctx, size_t size, unsigned flags, void **out);
+    /* Pin size bytes with the runtime's flags; *owner names what the block belongs to (the
+     * driver's current context, whose destruction takes the block with it), NULL for nothing
+     * known. CA_ERR_OOM when the driver refuses. */
+    int (*alloc)(void *ctx, size_t size, unsigned flags, void **out, void **owner);
     /* Unpin a block alloc made. */
     int (*release)(void *ctx, void *p);
-    /* Wait until the device work queued before now, in the context `token` names (NULL: the
-     * calling thread's), has completed: what the driver's free of pinned memory does. */
-    int (*wait)(void *ctx, void *token);
+    /* Wait until the device work queued before now has completed, as the driver's free of
+     * pinned memory does; owner is the block's (alloc's), for a thread with no context. */
+    int (*wait)(void *ctx, void *owner);
 } ca_host_backend;
 
 typedef struct ca_host_config {
@@ -64,11 +66,17 @@ void ca_host_pool_destroy(ca_host_pool *hp);
  * CA_ERR_OOM (the driver's refusal, or over the limit). size 0 is the caller's to pass on. */
 int ca_host_malloc(ca_host_pool *hp, size_t size, unsigned flags, void **out);
 
-/* Frees a block the pool handed out: waits as the driver's free does (be->wait(token)), then
- * caches it. CA_ERR_NOT_OURS for an address the pool never handed out (the driver's business);
- * CA_ERR_INVALID for an address inside a block, or one already freed (the driver's refusal);
- * when the wait fails, the block goes back to the driver and the wait's status is returned. */
-int ca_host_free(ca_host_pool *hp, void *p, void *token);
+/* Frees a block the pool handed out: waits as the driver's free does (be->wait with the
+ * block's owner), then caches it. CA_ERR_NOT_OURS for an address the pool never handed out
+ * (the driver's business); CA_ERR_INVALID for an address inside a block, or one already freed
+ * (the driver's refusal); when the wait fails, the block goes back to the driver and the
+ * wait's status is returned. A block whose owner is gone goes back to the driver without a
+ * wait, and the driver's status is returned. */
+int ca_host_free(ca_host_pool *hp, void *p);
+
+/* owner is gone (a destroyed context), its pinned memory with it: its cached blocks are given
+ * back to the driver, whatever it answers, and its live ones at their free. NULL: nothing. */
+void ca_host_forget_owner(ca_host_pool *hp, void *owner);
 
 /* Whether p lies in a live block: its start and the size the program asked for. */
 bool ca_host_locate(ca_host_pool *hp, const void *p, uintptr_t *start, size_t *size);

@@ -18,6 +18,16 @@
  *           three flag sets freed and allocated in turn, then one whose size class would pass
  *           the limit; every call succeeds plainly, so under the cache too, which must unpin
  *           what it holds free, then pin the size asked rather than its class
+ *   noctx   a block pinned in the primary context, freed once no context is current: the
+ *           driver frees pinned memory by its address, with any context current or none
+ *           (CUDA builds; HIP always has a current device)
+ *   destroyed  blocks pinned in a created context (one freed and pinned again, one not),
+ *           freed after the context was destroyed: what the driver answers (its pinned memory
+ *           went with the context; the simulator keeps it), the same under the cache
+ *   numba   Numba's teardown (driver API): pinned and device memory and a stream in the
+ *           primary context, a copy from the pinned block queued behind 50 ms of other work,
+ *           every context popped off the thread, then the frees and the release; the pinned
+ *           free must still wait for the copy
  * Prints one line per result; exits 1 when a case fails. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -231,6 +241,109 @@ static int ladder(void)
     return failed;
 }
 
+#ifdef GPU_DRIVER
+/* The primary context of device 0, retained and pushed. */
+static CUcontext push_primary(void)
+{
+    CUdevice d;
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, d));
+    CHECK(cuCtxPushCurrent(ctx));
+    return ctx;
+}
+
+static int noctx(void)
+{
+    void *p = NULL;
+    CUcontext popped;
+    push_primary();
+    CHECK(cuMemHostAlloc(&p, MIB, 0));
+    CHECK(cuCtxPopCurrent(&popped));
+    printf("pinned memory freed with no current context: %d\n", (int)cuMemFreeHost(p));
+    CHECK(cuDevicePrimaryCtxRelease(0));
+    return 0;
+}
+
+static int destroyed(void)
+{
+    CUdevice d;
+    CUcontext ctx;
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuCtxCreate(&ctx, NULL, 0, d));
+    CHECK(cuMemHostAlloc(&a, MIB, 0));
+    CHECK(cuMemFreeHost(a));
+    CHECK(cuMemHostAlloc(&b, MIB, 0)); /* the cache's block a again */
+    CHECK(cuMemHostAlloc(&c, 2 * MIB, 0));
+    CHECK(cuCtxDestroy(ctx));
+    printf("after the context was destroyed: free %d, free %d\n", (int)cuMemFreeHost(b),
+           (int)cuMemFreeHost(c));
+    return 0;
+}
+
+static volatile int slept;
+
+static void sleep_50ms_then_flag(void *unused)
+{
+    sleep_50ms(unused);
+    slept = 1;
+}
+
+static int numba(void)
+{
+    enum { N = 4 << 20 };
+    void *h = NULL;
+    CUdeviceptr dev = 0;
+    CUstream s;
+    CUcontext popped, current = NULL;
+    push_primary();
+    CHECK(cuMemHostAlloc(&h, N, 0)); /* cuda.pinned_array */
+    memset(h, 0x11, N);
+    CHECK(cuMemAlloc(&dev, N));
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuLaunchHostFunc(s, sleep_50ms_then_flag, NULL));
+    CHECK(cuMemcpyHtoDAsync(dev, h, N, s));
+    /* cuda.close(): every context off the thread, then the queued frees. */
+    while (cuCtxPopCurrent(&popped) == CUDA_SUCCESS)
+        ;
+    CHECK(cuCtxGetCurrent(&current));
+    EXPECT(current == NULL);
+    CUresult e = cuMemFreeHost(h);
+    printf("cuMemFreeHost with no context: %d, the queued copy %s\n", (int)e,
+           slept ? "had run" : "had not run");
+    printf("cuMemFree: %d\n", (int)cuMemFree(dev));
+    printf("cuStreamDestroy: %d\n", (int)cuStreamDestroy(s));
+    printf("cuDevicePrimaryCtxRelease: %d\n", (int)cuDevicePrimaryCtxRelease(0));
+    return 0;
+}
+#elif !defined(GPU_HIP)
+/* The runtime's program takes the context off the thread through the driver, as a library
+ * beside it may; the runtime makes the primary context current again at its next call (the
+ * second line shows it), so the free never reaches the driver with no context: a guard that
+ * it keeps succeeding. */
+static int noctx(void)
+{
+    void *p = NULL;
+    CHECK(cudaMallocHost(&p, MIB));
+    void *drv = dlopen(GPU_SIM_LIB, RTLD_NOW);
+    void *set_sym = drv ? dlsym(drv, "cuCtxSetCurrent") : NULL;
+    void *get_sym = drv ? dlsym(drv, "cuCtxGetCurrent") : NULL;
+    EXPECT(set_sym != NULL && get_sym != NULL);
+    int (*set_current)(void *), (*get_current)(void **);
+    memcpy(&set_current, &set_sym, sizeof set_sym);
+    memcpy(&get_current, &get_sym, sizeof get_sym);
+    EXPECT(set_current(NULL) == 0);
+    printf("pinned memory freed with no current context: %d\n", (int)cudaFreeHost(p));
+    void *ctx = NULL;
+    EXPECT(get_current(&ctx) == 0);
+    printf("a context current after the free: %s\n", ctx ? "yes" : "no");
+    return 0;
+}
+#endif
+
 static int bad(void)
 {
     char *p = NULL;
@@ -262,6 +375,16 @@ int main(int argc, char **argv)
         return flags();
     if (strcmp(c, "bad") == 0)
         return bad();
-    fprintf(stderr, "usage: pinned loop|reuse|flags|bad\n");
+#ifndef GPU_HIP
+    if (strcmp(c, "noctx") == 0)
+        return noctx();
+#endif
+#ifdef GPU_DRIVER
+    if (strcmp(c, "numba") == 0)
+        return numba();
+    if (strcmp(c, "destroyed") == 0)
+        return destroyed();
+#endif
+    fprintf(stderr, "usage: pinned loop|limit|ladder|reuse|flags|bad|noctx|numba|destroyed\n");
     return 2;
 }

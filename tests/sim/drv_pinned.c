@@ -1,8 +1,8 @@
 /* drv_pinned.c: page-locked host memory as an H100's driver treats it (docs/gpu.md finding 12):
  * the flags kept per block and read back with DEVICEMAP set, the device pointer, the address
  * queries, the frees it refuses, the counters, the price of pinning and unpinning, and the free
- * that waits for the device. One case per process: the price case runs with its own
- * SIMDEV_HOST_* prices. Run with SIMDEV_MEMORY=64M. */
+ * that waits for the device, with a context current or none. One case per process: the price
+ * case runs with its own SIMDEV_HOST_* prices. Run with SIMDEV_MEMORY=64M. */
 #include <cudaTypedefs.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -317,6 +317,30 @@ static void free_waits(void)
     CU_OK(cuStreamDestroy(s));
 }
 
+/* With no context current, cuMemFreeHost still frees a block by its address and waits for its
+ * device (NVIDIA's driver frees by the handle alone: cuda-python pull request 2750; Numba's
+ * teardown frees so), while cuCtxSynchronize has no context to wait in. */
+static void free_without_context(void)
+{
+    void *h = NULL;
+    CUstream s;
+    CUcontext ctx;
+    static volatile int done;
+    CU_OK(cuMemHostAlloc(&h, 64 * KiB, 0));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    double t0 = now_ms();
+    CU_OK(cuLaunchHostFunc(s, sleep_100ms, (void *)&done));
+    CU_OK(cuCtxPopCurrent(&ctx));
+    CHECK_EQ(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+    CU_OK(cuMemFreeHost(h));
+    double t1 = now_ms();
+    CHECK(gate_flag(&done));
+    CHECK(t1 - t0 >= 100);
+    CHECK_EQ(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE); /* freed already */
+    CU_OK(cuCtxPushCurrent(ctx));
+    CU_OK(cuStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
     drv_begin();
@@ -324,7 +348,8 @@ int main(int argc, char **argv)
     static const struct sim_case cases[] = {
         {"flags", flags}, {"pointers", pointers}, {"bad_frees", bad_frees},
         {"counters", counters}, {"default_price", default_price}, {"price", price},
-        {"free_waits", free_waits}, {"limit", limit},
+        {"free_waits", free_waits}, {"free_without_context", free_without_context},
+        {"limit", limit},
     };
     return sim_run_case("drv_pinned", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

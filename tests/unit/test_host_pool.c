@@ -1,8 +1,8 @@
 /* The cache of pinned host memory against a fake driver: reuse by size class and exact flags,
  * the wait before a freed block is cached, the driver's refusals, the out-of-memory ladder
- * (cached blocks unpinned, then the exact size), the limit, the range a live block
- * answers, and what it tells outside: counters in a device's shape, the timeline, the walk of
- * live blocks. */
+ * (cached blocks unpinned, then the exact size), the limit, the blocks of a gone owner, the
+ * range a live block answers, and what it tells outside: counters in a device's shape, the
+ * timeline, the walk of live blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,24 +12,28 @@
 
 #include "host_pool.h"
 
+#define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
 /* A fake driver: pins from malloc, refuses past `capacity` pinned bytes, counts its calls. */
 typedef struct fake {
     size_t capacity, pinned;
     int allocs, releases, waits;
-    int wait_status;
-    void *token_seen;
+    int wait_status, release_status;
+    void *owner;              /* what the fake names the owner of a block it pins */
+    void *owner_seen;         /* ... and what the last wait was given */
     ca_host_pool *hp;         /* set: the wait reads the pool's counters as they are then */
+    bool forget_in_wait;      /* ... and forgets the owner it waits for (with hp set) */
     ca_dev_stats during_wait;
     void *pins[64];
     size_t sizes[64];
 } fake;
 
-static int fake_alloc(void *ctx, size_t size, unsigned flags, void **out)
+static int fake_alloc(void *ctx, size_t size, unsigned flags, void **out, void **owner)
 {
     (void)flags;
     fake *f = ctx;
+    *owner = f->owner;
     if (f->capacity && f->pinned + size > f->capacity)
         return CA_ERR_OOM;
     void *p = malloc(size);
@@ -56,19 +60,21 @@ static int fake_release(void *ctx, void *p)
             f->pins[i] = NULL;
             f->releases++;
             free(p);
-            return CA_OK;
+            return f->release_status;
         }
     fail_msg("release of %p, which the fake never pinned", p);
     return CA_ERR_INVALID;
 }
 
-static int fake_wait(void *ctx, void *token)
+static int fake_wait(void *ctx, void *owner)
 {
     fake *f = ctx;
     f->waits++;
-    f->token_seen = token;
+    f->owner_seen = owner;
     if (f->hp)
         ca_host_get_dev_stats(f->hp, &f->during_wait);
+    if (f->hp && f->forget_in_wait)
+        ca_host_forget_owner(f->hp, owner);
     return f->wait_status;
 }
 
@@ -118,16 +124,18 @@ static void *must_alloc(fixture *x, size_t size, unsigned flags)
 static void test_freed_block_is_reused_after_a_wait(void **state)
 {
     fixture *x = *state;
+    int owner;
+    x->f.owner = &owner;
     void *p = must_alloc(x, 64 * MiB, 0);
-    int token;
-    assert_int_equal(ca_host_free(x->hp, p, &token), CA_OK);
+    x->f.owner = NULL; /* the block keeps the owner it was pinned for */
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
     assert_int_equal(x->f.waits, 1); /* as the driver's free waits for the device */
-    assert_ptr_equal(x->f.token_seen, &token);
+    assert_ptr_equal(x->f.owner_seen, &owner);
     assert_int_equal(x->f.releases, 0);
     for (int i = 0; i < 100; i++) {
         void *q = must_alloc(x, 64 * MiB, 0);
         assert_ptr_equal(q, p);
-        assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+        assert_int_equal(ca_host_free(x->hp, q), CA_OK);
     }
     assert_int_equal(x->f.allocs, 1);
     ca_host_stats st;
@@ -142,14 +150,14 @@ static void test_flags_are_never_mixed(void **state)
 {
     fixture *x = *state;
     void *p = must_alloc(x, MiB, 1);
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
     void *q = must_alloc(x, MiB, 0);
     assert_ptr_not_equal(q, p);
     void *r = must_alloc(x, MiB, 1);
     assert_ptr_equal(r, p);
     assert_int_equal(x->f.allocs, 2);
-    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
-    assert_int_equal(ca_host_free(x->hp, r, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, q), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, r), CA_OK);
 }
 
 static void test_sizes_round_to_a_class(void **state)
@@ -160,10 +168,10 @@ static void test_sizes_round_to_a_class(void **state)
     assert_int_equal(ca_host_class_size(4 * MiB), 4 * MiB);
     void *p = must_alloc(x, 3 * MiB, 0);
     assert_int_equal(x->f.sizes[0], 4 * MiB);
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
     void *q = must_alloc(x, 4 * MiB - 1, 0);
     assert_ptr_equal(q, p);
-    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, q), CA_OK);
 }
 
 static void test_bad_frees_are_refused(void **state)
@@ -171,11 +179,11 @@ static void test_bad_frees_are_refused(void **state)
     fixture *x = *state;
     char *p = must_alloc(x, MiB, 0);
     int other;
-    assert_int_equal(ca_host_free(x->hp, &other, NULL), CA_ERR_NOT_OURS);
-    assert_int_equal(ca_host_free(x->hp, p + 4096, NULL), CA_ERR_INVALID);
+    assert_int_equal(ca_host_free(x->hp, &other), CA_ERR_NOT_OURS);
+    assert_int_equal(ca_host_free(x->hp, p + 4096), CA_ERR_INVALID);
     assert_int_equal(x->f.waits, 0);
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_ERR_INVALID); /* freed already */
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p), CA_ERR_INVALID); /* freed already */
     assert_int_equal(x->f.waits, 1);
 }
 
@@ -185,12 +193,67 @@ static void test_a_failed_wait_returns_the_block(void **state)
     fixture *x = *state;
     void *p = must_alloc(x, MiB, 0);
     x->f.wait_status = CA_ERR_BACKEND;
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_ERR_BACKEND);
+    assert_int_equal(ca_host_free(x->hp, p), CA_ERR_BACKEND);
     assert_int_equal(x->f.releases, 1);
     x->f.wait_status = CA_OK;
     void *q = must_alloc(x, MiB, 0);
     assert_int_equal(x->f.allocs, 2);
-    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, q), CA_OK);
+}
+
+/* A destroyed context takes its pinned memory with it: its cached blocks go back to the
+ * driver at once, its live ones at their free, with no wait (nothing is left to wait in), and
+ * the driver's answer is the free's. Another owner's blocks stay. */
+static void test_a_gone_owner_takes_its_blocks(void **state)
+{
+    fixture *x = *state;
+    int a, b;
+    x->f.owner = &a;
+    void *live = must_alloc(x, MiB, 0), *other_live = must_alloc(x, 8 * KiB, 0);
+    assert_int_equal(ca_host_free(x->hp, must_alloc(x, 4 * MiB, 0)), CA_OK);
+    x->f.owner = &b;
+    void *kept = must_alloc(x, 2 * MiB, 0);
+    assert_int_equal(ca_host_free(x->hp, kept), CA_OK);
+    ca_host_forget_owner(x->hp, NULL); /* nothing known: nothing forgotten */
+    assert_int_equal(x->f.releases, 0);
+    ca_host_forget_owner(x->hp, &a);
+    assert_int_equal(x->f.releases, 1); /* the cached 4 MiB */
+    ca_host_stats st;
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.cached_bytes, 2 * MiB);
+    assert_int_equal(st.blocks, 3);
+    int waits = x->f.waits;
+    assert_int_equal(ca_host_free(x->hp, live), CA_OK);
+    assert_int_equal(x->f.waits, waits);
+    assert_int_equal(x->f.releases, 2);
+    x->f.release_status = CA_ERR_BACKEND; /* the driver freed it with its context */
+    assert_int_equal(ca_host_free(x->hp, other_live), CA_ERR_BACKEND);
+    assert_int_equal(x->f.releases, 3);
+    x->f.release_status = CA_OK;
+    assert_ptr_equal(must_alloc(x, 2 * MiB, 0), kept);
+    assert_int_equal(ca_host_free(x->hp, kept), CA_OK);
+    assert_ptr_equal(x->f.owner_seen, &b);
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.blocks, 1);
+    assert_int_equal(st.live_bytes, 0);
+}
+
+/* The owner goes while a free of its block waits: the block is not cached. */
+static void test_an_owner_gone_during_the_wait(void **state)
+{
+    fixture *x = *state;
+    int a;
+    x->f.owner = &a;
+    void *p = must_alloc(x, MiB, 0);
+    x->f.hp = x->hp;
+    x->f.forget_in_wait = true;
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
+    assert_int_equal(x->f.waits, 1);
+    assert_int_equal(x->f.releases, 1);
+    ca_host_stats st;
+    ca_host_get_stats(x->hp, &st);
+    assert_int_equal(st.blocks, 0);
+    assert_int_equal(st.waiting_bytes + st.cached_bytes, 0);
 }
 
 static int setup_small(void **state) { return setup_with(state, 11 * MiB, 0); }
@@ -202,7 +265,7 @@ static void test_refusal_unpins_the_cache_then_tries_the_exact_size(void **state
     fixture *x = *state;
     void *a = must_alloc(x, 4 * MiB, 0);
     void *b = must_alloc(x, 4 * MiB, 4);
-    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK); /* 4 MiB cached, flags 4 */
+    assert_int_equal(ca_host_free(x->hp, b), CA_OK); /* 4 MiB cached, flags 4 */
     void *c = must_alloc(x, 4 * MiB, 0);                   /* 12 MiB would not fit */
     ca_host_stats st;
     ca_host_get_stats(x->hp, &st);
@@ -216,10 +279,10 @@ static void test_refusal_unpins_the_cache_then_tries_the_exact_size(void **state
     void *e = NULL;
     assert_int_equal(ca_host_malloc(x->hp, 4 * MiB, 0, &e), CA_ERR_OOM);
     /* The exact block is never cached: it goes back at its free. */
-    assert_int_equal(ca_host_free(x->hp, d, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, d), CA_OK);
     assert_int_equal(x->f.pinned, 8 * MiB);
-    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
-    assert_int_equal(ca_host_free(x->hp, c, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, a), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, c), CA_OK);
 }
 
 static int setup_limited(void **state) { return setup_with(state, 0, 8 * MiB); }
@@ -229,13 +292,13 @@ static void test_the_limit_counts_live_and_cached_memory(void **state)
     fixture *x = *state;
     void *a = must_alloc(x, 4 * MiB, 0);
     void *b = must_alloc(x, 2 * MiB, 0);
-    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK); /* 4 live, 2 cached */
+    assert_int_equal(ca_host_free(x->hp, b), CA_OK); /* 4 live, 2 cached */
     void *c = must_alloc(x, 4 * MiB, 0);                   /* the cached 2 MiB make room */
     assert_int_equal(x->f.releases, 1);
     void *d = NULL;
     assert_int_equal(ca_host_malloc(x->hp, 4096, 0, &d), CA_ERR_OOM); /* 8 MiB live */
-    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
-    assert_int_equal(ca_host_free(x->hp, c, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, a), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, c), CA_OK);
     assert_int_equal(ca_host_trim(x->hp, 4 * MiB), 4 * MiB);
     ca_host_stats st;
     ca_host_get_stats(x->hp, &st);
@@ -252,7 +315,7 @@ static void test_a_live_block_answers_its_size(void **state)
     assert_true(ca_host_locate(x->hp, p + MiB, &start, &size));
     assert_true(start == (uintptr_t)p && size == 3 * MiB + 100);
     assert_false(ca_host_locate(x->hp, p + 3 * MiB + 100, &start, &size));
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
     assert_false(ca_host_locate(x->hp, p, &start, &size));
 }
 
@@ -263,14 +326,14 @@ static void test_counters_in_a_devices_shape(void **state)
     char *p = must_alloc(x, 3 * MiB + 100, 0); /* a 4 MiB block */
     void *q = must_alloc(x, MiB, 0);
     x->f.hp = x->hp;
-    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, q), CA_OK);
     /* While the free waits, its block is neither the program's nor reusable. */
     assert_int_equal(x->f.during_wait.pending_bytes, MiB);
     assert_int_equal(x->f.during_wait.cached_bytes, 0);
     expect_balanced(&x->f.during_wait);
-    assert_int_equal(ca_host_free(x->hp, p + 4096, NULL), CA_ERR_INVALID);
+    assert_int_equal(ca_host_free(x->hp, p + 4096), CA_ERR_INVALID);
     q = must_alloc(x, MiB - 1, 0);
-    assert_int_equal(ca_host_free(x->hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, q), CA_OK);
     ca_dev_stats s;
     ca_host_get_dev_stats(x->hp, &s);
     expect_balanced(&s);
@@ -291,7 +354,7 @@ static void test_counters_in_a_devices_shape(void **state)
     assert_int_equal(s.segments, 2);
     assert_int_equal(s.largest_free_block, MiB);
     assert_int_equal(s.fences, 0);
-    assert_int_equal(ca_host_free(x->hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, p), CA_OK);
 }
 
 static void test_refusals_are_counted(void **state)
@@ -304,7 +367,7 @@ static void test_refusals_are_counted(void **state)
     ca_host_get_dev_stats(x->hp, &s);
     assert_int_equal(s.oom_failures, 1);
     assert_int_equal(s.alloc_calls, 1);
-    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, a), CA_OK);
 }
 
 typedef struct seen {
@@ -337,9 +400,9 @@ static void test_the_timeline_has_every_call(void **state)
     ca_host_pool *hp = ca_host_pool_create(&be, &cfg);
     void *p = NULL, *q = NULL;
     assert_int_equal(ca_host_malloc(hp, 3 * MiB, 0, &p), CA_OK);
-    assert_int_equal(ca_host_free(hp, p, NULL), CA_OK);
+    assert_int_equal(ca_host_free(hp, p), CA_OK);
     assert_int_equal(ca_host_malloc(hp, 4 * MiB, 0, &q), CA_OK);
-    assert_int_equal(ca_host_free(hp, q, NULL), CA_OK);
+    assert_int_equal(ca_host_free(hp, q), CA_OK);
     ca_host_pool_destroy(hp);
     assert_int_equal(s.n, 6);
     assert_memory_equal(s.kinds, "PHhHhp", 6);
@@ -363,13 +426,13 @@ static void test_the_walk_finds_live_blocks_only(void **state)
     fixture *x = *state;
     void *a = must_alloc(x, 100, 0);
     void *b = must_alloc(x, MiB, 0);
-    assert_int_equal(ca_host_free(x->hp, b, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, b), CA_OK);
     seen s = {0};
     ca_host_foreach_live(x->hp, count_live, &s);
     assert_int_equal(s.n, 1);
     assert_ptr_equal(s.ptrs[0], a);
     assert_int_equal(s.sizes[0], 100);
-    assert_int_equal(ca_host_free(x->hp, a, NULL), CA_OK);
+    assert_int_equal(ca_host_free(x->hp, a), CA_OK);
 }
 
 int main(void)
@@ -380,6 +443,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sizes_round_to_a_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_frees_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_wait_returns_the_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gone_owner_takes_its_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_owner_gone_during_the_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusal_unpins_the_cache_then_tries_the_exact_size,
                                         setup_small, teardown),
         cmocka_unit_test_setup_teardown(test_the_limit_counts_live_and_cached_memory,
