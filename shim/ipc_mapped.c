@@ -4,8 +4,9 @@
  * bytes: the exporting process, a number drawn when it started serving, the block and its
  * device. A process that opens the record under the cache connects to the exporter's abstract
  * Unix socket and receives a file descriptor of each driver mapping holding the block
- * (SCM_RIGHTS; cuMemExportToShareableHandle), then imports and maps them whole, back to back
- * (cuMemMap takes no offset into a handle): the same physical memory at device speed, as the
+ * (SCM_RIGHTS; cuMemExportToShareableHandle), in chunks of a bounded size however many there
+ * are (ipc_wire.h), then imports and maps them whole, back to back (cuMemMap takes no offset
+ * into a handle): the same physical memory at device speed, as the
  * legacy import would give it, with the rest of those mappings around it as a legacy import
  * shows the rest of its allocation. A socket, not
  * pidfd_getfd, since that needs ptrace rights that containers and Yama withhold (PyTorch issue
@@ -14,6 +15,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +30,12 @@
 
 #include "backend.h"
 #include "ipc_mapped.h"
+#include "ipc_wire.h"
 #include "process.h"
 
-/* The most mappings one block may span to be exported; a growth is one mapping, so a block
- * spans a few at most. Below SCM_MAX_FD (253). */
-#define MAX_PIECES 64
-
-static const char magic[16] = "cachealloc-ipc1";
+/* "ipc2": descriptors in acknowledged chunks (ipc_wire.h). A peer of another version reads
+ * this as no record of its own and passes it to the driver, which refuses it. */
+static const char magic[16] = "cachealloc-ipc2";
 
 /* The record in the handle's 64 bytes. */
 typedef struct record {
@@ -50,13 +52,9 @@ _Static_assert(sizeof(record) <= CA_IPC_HANDLE_SIZE, "the record fits a handle")
 typedef struct request {
     record r;
 } request;
-
-typedef struct reply {
-    uint32_t status; /* the exporter runtime's code */
-    uint32_t count;  /* pieces, and descriptors with them */
-    uint64_t first_offset; /* the block's start from the first mapping's */
-    uint64_t size[MAX_PIECES]; /* each mapping's, whole: the driver maps a handle whole */
-} reply;
+_Static_assert(offsetof(record, pid) == 16 && offsetof(record, nonce) == 24 &&
+                   sizeof(request) == 56,
+               "tests/integration/ipc_pieces.c speaks the exchange by hand with this layout");
 
 /* The exporter's server; another one after a fork, since its pid differs. */
 static struct {
@@ -75,59 +73,78 @@ static socklen_t socket_name(struct sockaddr_un *sa, pid_t pid, uint64_t nonce)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-/* The descriptors of the mappings holding the live block the record names, and the reply that
- * describes them. The number of descriptors in fds, with reply's status set either way. */
-static int export_fds(const record *r, reply *out, int *fds)
+/* The mappings holding an exported block, and whose driver exports them. */
+typedef struct listing {
+    ca_runtime *rt;
+    int dev;
+    int count;
+    ca_piece *pc; /* count of them, in address order; the caller frees it */
+} listing;
+
+/* Lists the mappings holding the live block the record names: codes.success with *l filled,
+ * or the code to refuse with (l->pc NULL then). */
+static ca_rt_err list_pieces(const record *r, listing *l)
 {
     ca_runtime *rt = r->slot == CA_RT_CUDA || r->slot == CA_RT_HIP ? ca_runtime_by_slot(r->slot)
                                                                    : NULL;
-    *out = (reply){.status = 1};
+    *l = (listing){rt, 0, 0, NULL};
     if (!rt)
-        return 0;
-    out->status = rt->codes.invalid_value;
+        return 1;
     ca_place at;
-    ca_piece pc[MAX_PIECES];
     if (!ca_locate(rt->arena, (void *)(uintptr_t)r->block, &at) || at.block != r->block)
-        return 0;
-    int n = ca_mapped_pieces(rt->arena, r->block, r->size, pc, MAX_PIECES);
-    if (n <= 0)
-        return 0;
-    for (int i = 0; i < n; i++) {
-        fds[i] = ca_backend_export_fd(rt, at.dev, (void *)pc[i].addr);
-        if (fds[i] < 0) {
-            while (i-- > 0)
-                close(fds[i]);
-            return 0;
+        return rt->codes.invalid_value;
+    l->dev = at.dev;
+    /* Most blocks lie over a few mappings: room grows only for those over many. */
+    for (int cap = 64;; cap = cap * 4 < CA_IPC_MAX_PIECES ? cap * 4 : CA_IPC_MAX_PIECES) {
+        ca_piece *pc = realloc(l->pc, sizeof *pc * (size_t)cap);
+        if (!pc) {
+            free(l->pc);
+            l->pc = NULL;
+            return rt->codes.out_of_memory;
         }
-        out->size[i] = pc[i].size;
+        l->pc = pc;
+        int n = ca_mapped_pieces(rt->arena, r->block, r->size, pc, cap);
+        if (n > 0) {
+            l->count = n;
+            return rt->codes.success;
+        }
+        if (n == 0 || cap == CA_IPC_MAX_PIECES) { /* freed since, or more than we send */
+            free(l->pc);
+            l->pc = NULL;
+            return rt->codes.invalid_value;
+        }
     }
-    out->status = rt->codes.success;
-    out->count = (uint32_t)n;
-    out->first_offset = r->block - pc[0].addr;
-    return n;
 }
 
-/* Sends the reply, with the descriptors attached. */
-static void send_reply(int c, const reply *rp, const int *fds, int n)
+/* Sends the listed mappings in chunks. A chunk's descriptors are made just before it goes and
+ * closed once it went, so the exporter holds at most a chunk's, and the next chunk waits for
+ * the importer's acknowledgement, so at most a chunk's are in flight. An importer that went
+ * away or stopped answering (the socket's timeouts) ends the exchange; what it did not
+ * receive the kernel closes with the socket. */
+static void send_pieces(int c, const listing *l)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * MAX_PIECES)];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {(void *)rp, sizeof *rp};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n > 0) {
-        memset(&ctl, 0, sizeof ctl);
-        m.msg_control = ctl.buf;
-        m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+    for (int i = 0; i < l->count; i += CA_IPC_CHUNK) {
+        ca_ipc_ack ack = 0;
+        if (i > 0 && (ca_ipc_recv(c, &ack, sizeof ack, NULL, 0) != 0 || ack != (uint32_t)i))
+            return;
+        int n = l->count - i < CA_IPC_CHUNK ? l->count - i : CA_IPC_CHUNK;
+        int fds[CA_IPC_CHUNK];
+        ca_ipc_chunk ch = {.status = l->rt->codes.success, .n = (uint32_t)n};
+        for (int k = 0; k < n; k++) {
+            fds[k] = ca_backend_export_fd(l->rt, l->dev, (void *)l->pc[i + k].addr);
+            if (fds[k] < 0) { /* unmapped since the listing: the block was freed */
+                ca_ipc_close_all(fds, k);
+                ch = (ca_ipc_chunk){.status = l->rt->codes.invalid_value};
+                (void)ca_ipc_send(c, &ch, sizeof ch, NULL, 0);
+                return;
+            }
+            ch.size[k] = l->pc[i + k].size;
+        }
+        int sent = ca_ipc_send(c, &ch, sizeof ch, fds, n);
+        ca_ipc_close_all(fds, n);
+        if (sent != 0)
+            return;
     }
-    ssize_t sent = sendmsg(c, &m, MSG_NOSIGNAL);
-    (void)sent; /* an importer that went away has nothing to be told */
 }
 
 /* One importer's question, answered. Only the exporter's own user may ask: the same rule as
@@ -138,18 +155,26 @@ static void answer(int c)
     socklen_t len = sizeof cr;
     if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != geteuid())
         return;
-    struct timeval tv = {2, 0}; /* an importer that never asks does not hold the server */
+    /* An importer that stops asking or reading does not hold the server. */
+    struct timeval tv = {2, 0};
     setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     request q;
-    if (recv(c, &q, sizeof q, 0) != (ssize_t)sizeof q || memcmp(q.r.magic, magic, sizeof magic) ||
+    if (ca_ipc_recv(c, &q, sizeof q, NULL, 0) != 0 || memcmp(q.r.magic, magic, sizeof magic) ||
         q.r.pid != (int32_t)getpid() || q.r.nonce != server.nonce)
         return;
-    reply rp;
-    int fds[MAX_PIECES];
-    int n = export_fds(&q.r, &rp, fds);
-    send_reply(c, &rp, fds, n);
-    for (int i = 0; i < n; i++)
-        close(fds[i]);
+    listing l;
+    ca_ipc_head h = {.status = list_pieces(&q.r, &l)};
+    bool ok = l.rt && h.status == l.rt->codes.success;
+    if (ok) {
+        h.count = (uint32_t)l.count;
+        h.first_offset = q.r.block - l.pc[0].addr;
+        for (int i = 0; i < l.count; i++)
+            h.total += l.pc[i].size;
+    }
+    if (ca_ipc_send(c, &h, sizeof h, NULL, 0) == 0 && ok)
+        send_pieces(c, &l);
+    free(l.pc);
 }
 
 static void *serve(void *arg)
@@ -212,14 +237,20 @@ ca_rt_err ca_ipc_mapped_export(ca_runtime *rt, const ca_place *at, void *handle)
     record r = {.pid = getpid(), .slot = rt->slot, .nonce = server.nonce, .block = at->block,
                 .size = at->size};
     memcpy(r.magic, magic, sizeof magic);
-    /* Export once now, so that a device that cannot is refused here, as the driver would. */
-    reply rp;
-    int fds[MAX_PIECES];
-    int n = export_fds(&r, &rp, fds);
-    for (int i = 0; i < n; i++)
-        close(fds[i]);
-    if (rp.status != rt->codes.success)
-        return rp.status;
+    /* Export now, so that a device that cannot is refused here, as the driver would. One
+     * mapping tells for all: the cache creates every mapping of a device alike. */
+    listing l;
+    ca_rt_err e = list_pieces(&r, &l);
+    if (e == rt->codes.success) {
+        int fd = ca_backend_export_fd(rt, l.dev, (void *)l.pc[0].addr);
+        if (fd < 0)
+            e = rt->codes.invalid_value;
+        else
+            close(fd);
+    }
+    free(l.pc);
+    if (e != rt->codes.success)
+        return e;
     memset(handle, 0, CA_IPC_HANDLE_SIZE);
     memcpy(handle, &r, sizeof r);
     return rt->codes.success;
@@ -237,46 +268,6 @@ bool ca_ipc_mapped_is_own(const void *handle)
     return r.pid == (int32_t)getpid();
 }
 
-/* Asks the exporter for the block's descriptors: the number received (0 with rp->status set
- * when it refused), -1 when it could not be reached. */
-static int fetch(const record *r, reply *rp, int *fds)
-{
-    struct sockaddr_un sa;
-    socklen_t n = socket_name(&sa, r->pid, r->nonce);
-    int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (c < 0)
-        return -1;
-    struct timeval tv = {10, 0};
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    request q = {*r};
-    int got = -1;
-    if (connect(c, (struct sockaddr *)&sa, n) == 0 &&
-        send(c, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q) {
-        union {
-            char buf[CMSG_SPACE(sizeof(int) * MAX_PIECES)];
-            struct cmsghdr align;
-        } ctl;
-        struct iovec iov = {rp, sizeof *rp};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                           .msg_controllen = sizeof ctl.buf};
-        ssize_t len = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
-        int nfds = 0;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); len > 0 && cm; cm = CMSG_NXTHDR(&m, cm))
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)nfds);
-            }
-        if (len == (ssize_t)sizeof *rp && rp->count <= MAX_PIECES && (int)rp->count == nfds) {
-            got = nfds;
-        } else {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-        }
-    }
-    close(c);
-    return got;
-}
-
 /* What one open mapped, kept for its close. */
 typedef struct opened {
     uintptr_t ptr, base;
@@ -287,79 +278,141 @@ typedef struct opened {
 static pthread_mutex_t opened_lock = PTHREAD_MUTEX_INITIALIZER;
 static opened *opened_list;
 
-/* Maps the received descriptors back to back at a fresh reservation, with read-write access
- * for the current device. Closes every descriptor. */
-static ca_rt_err map_pieces(ca_runtime *rt, const reply *rp, const int *fds, uintptr_t *base,
-                            size_t *total)
+/* An import under way: the reservation, and how much of it is mapped from its start. */
+typedef struct import {
+    ca_runtime *rt;
+    char *base;
+    size_t total, mapped;
+} import;
+
+/* Maps a chunk's mappings whole, after what is mapped, in order. Closes every descriptor. */
+static ca_rt_err map_chunk(import *im, const ca_ipc_chunk *ch, const int *fds)
 {
-    const ca_rt_fns *f = &rt->fn;
-    ca_rt_err ok = rt->codes.success, e = ok;
-    size_t size = 0, mapped = 0;
-    for (uint32_t i = 0; i < rp->count; i++)
-        size += rp->size[i];
-    void *b = NULL;
-    int ordinal = -1;
-    if (!f->mem_import_handle || !f->mem_address_reserve || !f->mem_map || !f->mem_release ||
-        !f->mem_set_access || !f->mem_unmap || !f->mem_address_free || !f->device_ordinal)
-        e = rt->codes.invalid_value;
-    if (e == ok)
-        e = f->device_ordinal(&ordinal);
-    if (e == ok)
-        e = f->mem_address_reserve(&b, size, 0, NULL, 0);
-    for (uint32_t i = 0; i < rp->count; i++) {
+    const ca_rt_fns *f = &im->rt->fn;
+    ca_rt_err ok = im->rt->codes.success, e = ok;
+    for (uint32_t i = 0; i < ch->n; i++) {
+        /* Sizes from another process: they must fit what the head announced. */
+        if (e == ok && (ch->size[i] == 0 || ch->size[i] > im->total - im->mapped))
+            e = im->rt->codes.invalid_value;
         void *h = NULL;
         if (e == ok)
             e = f->mem_import_handle(&h, (void *)(intptr_t)fds[i], CA_RT_HANDLE_POSIX_FD);
         close(fds[i]);
         if (e != ok)
             continue;
-        e = f->mem_map((char *)b + mapped, rp->size[i], 0, h, 0);
+        e = f->mem_map(im->base + im->mapped, ch->size[i], 0, h, 0);
         ca_rt_err r = f->mem_release(h); /* the mapping holds the memory from here on */
         (void)r;
         if (e == ok)
-            mapped += rp->size[i];
+            im->mapped += ch->size[i];
     }
+    return e;
+}
+
+/* Receives the chunks the head announced and maps them back to back at im's reservation,
+ * acknowledging each but the last as soon as it arrived. */
+static ca_rt_err receive_pieces(int c, const ca_ipc_head *h, import *im)
+{
+    ca_rt_err ok = im->rt->codes.success;
+    for (uint32_t got = 0; got < h->count;) {
+        ca_ipc_chunk ch;
+        int fds[CA_IPC_CHUNK];
+        uint32_t want = h->count - got < CA_IPC_CHUNK ? h->count - got : CA_IPC_CHUNK;
+        int n = ca_ipc_recv(c, &ch, sizeof ch, fds, CA_IPC_CHUNK);
+        if (n < 0)
+            return im->rt->codes.invalid_value;
+        if (ch.status != ok || ch.n != want || n != (int)want) {
+            ca_ipc_close_all(fds, n);
+            return ch.status != ok ? ch.status : im->rt->codes.invalid_value;
+        }
+        got += want;
+        ca_ipc_ack ack = got;
+        if (got < h->count && ca_ipc_send(c, &ack, sizeof ack, NULL, 0) != 0) {
+            ca_ipc_close_all(fds, n);
+            return im->rt->codes.invalid_value;
+        }
+        ca_rt_err e = map_chunk(im, &ch, fds);
+        if (e != ok)
+            return e;
+    }
+    return im->mapped == im->total ? ok : im->rt->codes.invalid_value;
+}
+
+/* Asks the exporter for the block the record names and maps its mappings at a fresh
+ * reservation, with read-write access for the current device: codes.success with *im filled
+ * and the block's offset in it in *first, or the code of what failed, nothing left mapped. */
+static ca_rt_err receive(int c, const record *r, import *im, uint64_t *first)
+{
+    ca_runtime *rt = im->rt;
+    const ca_rt_fns *f = &rt->fn;
+    ca_rt_err ok = rt->codes.success, e;
+    request q = {*r};
+    ca_ipc_head h;
+    /* An exporter that is gone or not answering, as the driver finds an export whose process
+     * ended. */
+    if (ca_ipc_send(c, &q, sizeof q, NULL, 0) != 0 || ca_ipc_recv(c, &h, sizeof h, NULL, 0) != 0)
+        return rt->codes.invalid_value;
+    if (h.status != ok)
+        return h.status;
+    if (h.count == 0 || h.count > CA_IPC_MAX_PIECES || h.total == 0 || (size_t)h.total != h.total ||
+        h.first_offset >= h.total || r->size > h.total - h.first_offset)
+        return rt->codes.invalid_value;
+    if (!f->mem_import_handle || !f->mem_address_reserve || !f->mem_map || !f->mem_release ||
+        !f->mem_set_access || !f->mem_unmap || !f->mem_address_free || !f->device_ordinal)
+        return rt->codes.invalid_value;
+    int ordinal = -1;
+    void *b = NULL;
+    e = f->device_ordinal(&ordinal);
+    if (e == ok)
+        e = f->mem_address_reserve(&b, (size_t)h.total, 0, NULL, 0);
+    if (e != ok)
+        return e;
+    im->base = b;
+    im->total = (size_t)h.total;
+    im->mapped = 0;
+    e = receive_pieces(c, &h, im);
     if (e == ok) {
         ca_rt_access_desc a = {.location = {CA_RT_LOCATION_DEVICE, ordinal},
                                .flags = CA_RT_ACCESS_READWRITE};
-        e = f->mem_set_access(b, size, &a, 1);
+        e = f->mem_set_access(b, im->total, &a, 1);
     }
-    if (e != ok && b) {
-        if (mapped)
-            (void)f->mem_unmap(b, mapped);
-        (void)f->mem_address_free(b, size);
+    if (e != ok) {
+        if (im->mapped)
+            (void)f->mem_unmap(b, im->mapped);
+        (void)f->mem_address_free(b, im->total);
+        return e;
     }
-    *base = (uintptr_t)b;
-    *total = size;
-    return e;
+    *first = h.first_offset;
+    return ok;
 }
 
 ca_rt_err ca_ipc_mapped_open(ca_runtime *rt, const void *handle, void **out)
 {
     record r;
     memcpy(&r, handle, sizeof r);
-    reply rp;
-    int fds[MAX_PIECES];
-    int n = fetch(&r, &rp, fds);
-    if (n < 0) /* the exporter is gone, as the driver finds an export whose process ended */
+    struct sockaddr_un sa;
+    socklen_t len = socket_name(&sa, r.pid, r.nonce);
+    int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (c < 0)
         return rt->codes.invalid_value;
-    if (rp.status != rt->codes.success || n == 0) {
-        for (int i = 0; i < n; i++)
-            close(fds[i]);
-        return rp.status != rt->codes.success ? rp.status : rt->codes.invalid_value;
-    }
-    uintptr_t base;
-    size_t size;
-    ca_rt_err e = map_pieces(rt, &rp, fds, &base, &size);
+    /* The exporter answers each message at once; longer means it is stuck or gone. */
+    struct timeval tv = {10, 0};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    import im = {.rt = rt};
+    uint64_t first = 0;
+    ca_rt_err e = connect(c, (struct sockaddr *)&sa, len) == 0 ? receive(c, &r, &im, &first)
+                                                                : rt->codes.invalid_value;
+    close(c);
     if (e != rt->codes.success)
         return e;
     opened *o = malloc(sizeof *o);
     if (!o) {
-        (void)rt->fn.mem_unmap((void *)base, size);
-        (void)rt->fn.mem_address_free((void *)base, size);
+        (void)rt->fn.mem_unmap(im.base, im.total);
+        (void)rt->fn.mem_address_free(im.base, im.total);
         return rt->codes.out_of_memory;
     }
-    *o = (opened){base + rp.first_offset, base, size, NULL};
+    *o = (opened){(uintptr_t)im.base + first, (uintptr_t)im.base, im.total, NULL};
     pthread_mutex_lock(&opened_lock);
     o->next = opened_list;
     opened_list = o;

@@ -14,8 +14,9 @@
 #define CA_IPC_HANDLE_SIZE 64
 
 /* Fills the 64 bytes at handle with the record of the live block `at` of an expandable range of
- * rt's arena, after checking that the driver exports its mappings; starts the thread that
- * answers importers at the first export. codes.success, or the code to refuse with. */
+ * rt's arena, after checking that the driver exports its mappings and that they are at most
+ * CA_IPC_MAX_PIECES (ipc_wire.h); starts the thread that answers importers at the first
+ * export. codes.success, or the code to refuse with. */
 ca_rt_err ca_ipc_mapped_export(ca_runtime *rt, const ca_place *at, void *handle);
 
 /* Whether the 64 bytes at handle are the cache's record rather than the driver's. */
