@@ -547,7 +547,8 @@ def probes(r, deadline):
         res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
     # The driver's prices for allocation and for mapped memory, without the cache (it serves
     # neither call the probe makes).
-    for name, prog in (("vmm_cost", "gpu-vmm-cost"), ("pinned", "gpu-pinned-probe")):
+    for name, prog in (("vmm_cost", "gpu-vmm-cost"), ("vmm_threads", "gpu-vmm-threads"),
+                       ("pinned", "gpu-pinned-probe")):
         path = os.path.join(r.build, "tests", "gpu", prog)
         if os.path.exists(path) and time.monotonic() < deadline - 3:
             rc, out, _ = r.run([path], r.env(False), min(60, deadline - time.monotonic()))
