@@ -7,11 +7,11 @@
 
 extern ca_runtime ca_drv_rt;
 
-/* What a pinned block belongs to: the current context, or NULL (driver_host.c). */
+/* What a pinned block belongs to: the current context, or NULL (driver_host_ctx.c). */
 void *ca_drv_host_owner(void);
 
 /* The wait of a pinned block's free: the current context's, or, with none current, that of
- * owner (ca_drv_host_owner's), pushed around it; the driver's code (driver_host.c). */
-ca_rt_err ca_drv_host_wait(void *owner);
+ * owner (ca_drv_host_owner's), pushed around it, with rt's wait (driver_host_ctx.c). */
+ca_rt_err ca_drv_host_wait(ca_runtime *rt, void *owner);
 
 #endif

@@ -42,7 +42,7 @@ static int be_release(void *ctx, void *p)
 static int be_wait(void *ctx, void *owner)
 {
     ca_runtime *rt = ctx;
-    return status_of(rt, rt->host_wait ? rt->host_wait(owner) : rt->fn.device_synchronize());
+    return status_of(rt, rt->host_wait ? rt->host_wait(rt, owner) : rt->fn.device_synchronize());
 }
 
 /* rt's pool, made at the first call that needs one; NULL when the cache does not serve pinned

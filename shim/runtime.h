@@ -169,7 +169,7 @@ typedef struct ca_runtime {
      * belongs to, asked when it is pinned, and the wait of its free given that (host_front.c);
      * without them, the current device's fn.device_synchronize. */
     void *(*host_owner)(void);
-    ca_rt_err (*host_wait)(void *owner);
+    ca_rt_err (*host_wait)(struct ca_runtime *rt, void *owner);
 
     /* State, owned by init.c: filled once, then read without locks. */
     ca_rt_fns fn;
