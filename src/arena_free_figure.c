@@ -11,6 +11,7 @@
  * whole plain segments back, rung 7 every whole mapping lying in free memory. The figure is
  * the largest request that one of these serves together with every smaller one. */
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 /* A block that is free as rung 4 sees it (free, merged or in an exact-size list), or as rungs 6
  * and 7 do (also pending, since rung 5 waited, and kept by a thread cache, since it took those
@@ -296,6 +297,7 @@ uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_
     spare_sum sum = {0};
     sum_device(a, d, &sum);
     uint64_t reserved = d->st.reserved_bytes, all = sum.segments + sum.mappings;
+    ca_assert(all <= reserved); /* only what the device holds for the cache can go back */
     rooms r = {room_after(driver_free, 0, 0, limit, reserved),
                room_after(driver_free, sum.segments, 0, limit, reserved),
                room_after(driver_free, all, sum.coming, limit, reserved)};
