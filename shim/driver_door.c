@@ -111,7 +111,7 @@ ca_rt_err cuMemAllocPitch_v2(cuabi_deviceptr *p, size_t *pitch, size_t width, si
     return e;
 }
 
-/* Serves cuMemGetInfo_v2: cached bytes count as free. */
+/* Serves cuMemGetInfo_v2: free as the next single allocation can get it. */
 ca_rt_err cuMemGetInfo_v2(size_t *f, size_t *t) { return ca_front_mem_get_info(&ca_drv_rt, f, t); }
 /* Sees stream creation. */
 ca_rt_err cuStreamCreate(cuabi_stream_t *s, unsigned flags) { return ca_front_stream_create(&ca_drv_rt, CA_CTOR_FLAGS, (void **)s, flags, 0); }

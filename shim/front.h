@@ -32,7 +32,8 @@ CA_COLD ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, v
 CA_COLD ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz);
 /* cudaFreeAsync / hipFreeAsync on lane l (its stream) that the thread cache did not keep. */
 CA_COLD ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr);
-/* cudaMemGetInfo / hipMemGetInfo: free memory includes the cache's reusable bytes. */
+/* cudaMemGetInfo / hipMemGetInfo: free is what the next single allocation can get under the
+ * cache (ca_free_for_program), pending and cached blocks included. */
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes);
 /* Device (context) dev lost its memory: the cache forgets it, its streams and its sticky
  * error. */

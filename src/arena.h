@@ -287,12 +287,9 @@ void ca_quiet_begin(ca_arena *a);
 /* The capture that ca_quiet_begin announced ended (or never began). */
 void ca_quiet_end(ca_arena *a);
 
-/* Bytes of cached memory on dev that a new allocation could reuse (for cudaMemGetInfo). */
-uint64_t ca_reusable_bytes(ca_arena *a, int dev);
-
-/* The free memory cudaMemGetInfo reports under the cache, for a device of `total` bytes whose
- * driver reports driver_free: what the driver has plus what the cache could reuse, no more
- * than CACHEALLOC_LIMIT leaves the cache room to grow by, never above total. */
+/* The free memory cudaMemGetInfo reports under the cache for device dev of `total` bytes whose
+ * driver has driver_free free: the largest plain allocation the ladder serves, with every
+ * smaller one, counting pending and thread-kept blocks as free (arena_free_figure.c). */
 uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_t total);
 
 /* Snapshot of device dev's counters. Returns 0 when the arena never saw dev. */

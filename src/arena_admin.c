@@ -215,38 +215,6 @@ uint64_t ca_reclaim(ca_arena *a, int dev)
     return bytes;
 }
 
-uint64_t ca_reusable_bytes(ca_arena *a, int dev)
-{
-    ca_device *d = ca_device_peek(a, dev);
-    if (!d)
-        return 0;
-    ca_lock_acquire(&d->lock);
-    uint64_t bytes = d->st.cached_bytes;
-    ca_lock_release(&d->lock);
-    return bytes;
-}
-
-uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_t total)
-{
-    /* Cached blocks are free memory to the program: it can allocate them. */
-    uint64_t reusable = ca_reusable_bytes(a, dev);
-    uint64_t f = driver_free + reusable;
-    /* Under CACHEALLOC_LIMIT the cache can grow by the room left under the limit only (the
-     * device's own limit once it was used, the same rule before). */
-    ca_device *d = ca_device_peek(a, dev);
-    uint64_t limit = d && d->ready ? d->limit
-                     : a->cfg.limit_percent ? ca_share_of(total, a->cfg.limit_percent)
-                                            : a->cfg.limit_bytes;
-    if (limit != 0) {
-        ca_dev_stats st;
-        uint64_t reserved = ca_get_stats(a, dev, &st) ? st.reserved_bytes : 0;
-        uint64_t room = (limit > reserved ? limit - reserved : 0) + reusable;
-        if (room < f)
-            f = room;
-    }
-    return f < total ? f : total;
-}
-
 int ca_get_stats(ca_arena *a, int dev, ca_dev_stats *out)
 {
     ca_device *d = ca_device_peek(a, dev);

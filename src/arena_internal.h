@@ -378,6 +378,12 @@ void ca_hole_unlink(ca_segment *s, ca_block *b);
  * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed);
+/* arena_unmap.c. The mappings of range s lying wholly inside free memory [from, end), as
+ * [*lo, *hi): the highest first, no more of them than make want bytes; false when none does. A
+ * mapping ends where the next begins, or at end when open_end (an unmapped page or the range's
+ * end follows). What the ladder's unmapping takes from a free block of [from, end). */
+bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
+                       bool open_end, uint64_t want, uintptr_t *lo, uintptr_t *hi);
 /* Unmap free pages of d's ranges, up to want bytes (may_sync: also pages not yet proven idle,
  * after a device synchronization). Drops the lock meanwhile. Returns the bytes given back. */
 uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync);

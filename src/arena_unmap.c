@@ -53,15 +53,10 @@ static ca_block *carve(ca_device *d, ca_block *b, uintptr_t lo, uintptr_t hi)
     return piece;
 }
 
-/* The mappings wholly inside free block b of range s, [*lo, *hi), the highest first and no
- * more of them than it takes to make `want` bytes; false when none lies wholly inside. A
- * mapping ends where the next begins, or where b ends and an unmapped page or the range's
- * end follows. */
-static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, uint64_t want,
-                           uintptr_t *lo, uintptr_t *hi)
+bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
+                       bool open_end, uint64_t want, uintptr_t *lo, uintptr_t *hi)
 {
-    uintptr_t first = ca_align_up(b->addr, page), end = b->addr + b->size;
-    bool open_end = !b->next || b->next->state == BLOCK_UNMAPPED;
+    uintptr_t first = ca_align_up(from, page);
     uintptr_t y = ca_align_down(end, page);
     while (y > first && !(y == end && open_end) && !ca_range_boundary(s, page, y))
         y -= page;
@@ -75,6 +70,14 @@ static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, 
     *lo = x;
     *hi = y;
     return y > x;
+}
+
+/* ca_whole_mappings over free block b of range s. */
+static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, uint64_t want,
+                           uintptr_t *lo, uintptr_t *hi)
+{
+    bool open_end = !b->next || b->next->state == BLOCK_UNMAPPED;
+    return ca_whole_mappings(s, page, b->addr, b->addr + b->size, open_end, want, lo, hi);
 }
 
 /* Free pages of d's ranges, highest addresses first (a range shrinks from its end, where it

@@ -1,4 +1,4 @@
-/* cudaMemGetInfo counts cached bytes as free; cudaDeviceReset empties the device's cache; a
+/* cudaMemGetInfo counts a freed, cached block as free; cudaDeviceReset empties the device's cache; a
  * forked child allocates normally, from an empty cache (pinned host memory too: the parent's
  * cached pinned block is a plain copy in the child). The simulator's stream threads do not
  * survive fork (nor does a real CUDA context), so the child only allocates and frees. */

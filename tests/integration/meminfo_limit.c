@@ -1,6 +1,7 @@
-/* cudaMemGetInfo under CACHEALLOC_LIMIT: free memory is what the program can still allocate,
- * the room under the limit plus the cache's reusable bytes, never more than the device's free
- * memory. argv[1]: the limit in MiB the environment sets (as bytes or as a percentage). */
+/* cudaMemGetInfo under CACHEALLOC_LIMIT: free memory is what the program's next allocation can
+ * get, what the cache holds free in one piece or the room under the limit once it gave back
+ * what it can, never more than the device's free memory. argv[1]: the limit in MiB the
+ * environment sets (as bytes or as a percentage). */
 #include "gpu.h"
 
 #define MiB ((size_t)1 << 20)

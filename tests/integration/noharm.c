@@ -3,6 +3,14 @@
  * first holds some memory freed by the program, as it does in any real run.
  *   meminfo-exact  one allocation of exactly the free memory cudaMemGetInfo reports
  *   prealloc-90    one allocation of 90% of it, as JAX and TensorFlow preallocate
+ *   meminfo-scattered-90  60 blocks of 7 MiB, every other one freed (the first, the third,
+ *                  ...: each shares its segment or mapping with a live neighbour), then 90% of
+ *                  the free memory cudaMemGetInfo reports in one allocation (JAX's and
+ *                  TensorFlow's sizing after some work): the cache's free memory in holes
+ *                  between live blocks is no part of what one allocation can get
+ *   meminfo-after-free  a non-blocking stream writes 512 MiB, the program frees it and reads
+ *                  the free memory before any synchronization: it rose by the 512 MiB, as
+ *                  the plain runtime's does (the cache's block is pending, free to the program)
  *   oom-loop       allocate 64 MiB blocks until out of memory, free them all, again: the same
  *                  count every round (printed, so the suite compares it with the plain run's)
  *   scattered-free 400 blocks of 2 MiB, every other one freed, then 300 MiB in one piece: the
@@ -61,6 +69,42 @@ static int one_allocation(double share)
     CHECK(gpuFree(p));
     (void)gpuGetLastError();
     return 0;
+}
+
+static int scattered_then_sized(void)
+{
+    enum { N = 60 };
+    void *p[N];
+    for (int i = 0; i < N; i++) {
+        CHECK(gpuMalloc(&p[i], 7 * MIB));
+        CHECK(gpuMemset(p[i], 0, 7 * MIB));
+    }
+    for (int i = 0; i < N; i += 2)
+        CHECK(gpuFree(p[i]));
+    int rc = one_allocation(0.9);
+    for (int i = 1; i < N; i += 2)
+        CHECK(gpuFree(p[i]));
+    return rc;
+}
+
+static int free_rises(void)
+{
+    const size_t n = 512 * MIB;
+    gpuStream_t s;
+    CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+    void *p = NULL;
+    CHECK(gpuMalloc(&p, n));
+    CHECK(gpuMemsetAsync(p, 0x5A, n, s));
+    size_t held = 0, freed = 0, total = 0;
+    CHECK(gpuMemGetInfo(&held, &total));
+    CHECK(gpuFree(p));
+    CHECK(gpuMemGetInfo(&freed, &total));
+    bool rose = freed >= held + n;
+    printf("free memory rose by the 512 MiB freed, before any synchronization: %s\n",
+           rose ? "yes" : "no");
+    CHECK(gpuStreamSynchronize(s));
+    CHECK(gpuStreamDestroy(s));
+    return rose ? 0 : 1;
 }
 
 static int oom_loop(void)
@@ -247,6 +291,10 @@ int main(int argc, char **argv)
         return one_allocation(1.0);
     if (strcmp(mode, "prealloc-90") == 0)
         return one_allocation(0.9);
+    if (strcmp(mode, "meminfo-scattered-90") == 0)
+        return scattered_then_sized();
+    if (strcmp(mode, "meminfo-after-free") == 0)
+        return free_rises();
     if (strcmp(mode, "oom-loop") == 0)
         return oom_loop();
     if (strcmp(mode, "scattered-free") == 0)
@@ -257,7 +305,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "pitch") == 0)
         return pitch();
 #endif
-    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|oom-loop|scattered-free|peer|pitch|"
-                    "two-processes\n");
+    fprintf(stderr, "usage: noharm meminfo-exact|prealloc-90|meminfo-scattered-90|"
+                    "meminfo-after-free|oom-loop|scattered-free|peer|pitch|two-processes\n");
     return 2;
 }
