@@ -146,11 +146,21 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 }
 
 /* Accept rule of the free-block search: an unsplittable block serves only a request of its
- * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). */
+ * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). A free
+ * solo mapping of an expandable range serves a request of CA_SOLO_MIN or more from its start
+ * that leaves at most a sixteenth of it free (and at least the rest of its last page), so that
+ * it holds one block and goes back whole when that block is freed (docs/arena.md, "Pieces"). */
 static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
 {
-    /* An expandable segment's free pages can be unmapped: its blocks need no such rule. */
-    if (max_split == UINT64_MAX || b->seg->expandable)
+    const ca_segment *s = b->seg;
+    if (s->expandable) {
+        if (!ca_range_solo(s, b->addr))
+            return 1; /* its free pages can be unmapped one by one */
+        size_t slack = size / 16 > s->page ? size / 16 : s->page;
+        return size >= CA_SOLO_MIN && ca_range_boundary(s, s->page, b->addr) &&
+               b->size <= ca_align_up(size, s->page) + slack;
+    }
+    if (max_split == UINT64_MAX)
         return 1;
     if (size < max_split)
         return b->size < max_split;
@@ -163,7 +173,9 @@ static ca_block *find_aligned(ca_arena *a, ca_pool *p, size_t rounded, bool smal
 {
     ca_bins *bins = ca_pool_bins(p, small);
     bool binned = a->cfg.pool == CA_POOL_BINNED;
-    int (*rule)(const ca_block *, size_t, uint64_t) = a->cfg.max_split == UINT64_MAX ? NULL : fits_rule;
+    /* Expandable ranges may hold solo mappings, which the rule keeps whole. */
+    int (*rule)(const ca_block *, size_t, uint64_t) =
+        a->cfg.max_split == UINT64_MAX && (small || !p->range[0]) ? NULL : fits_rule;
     ca_block *b = ca_bins_find(bins, rounded, binned, rule, a->cfg.max_split, limit);
     size_t align = a->cfg.big_align;
     if (b && !ca_fits_aligned(b, rounded, align))

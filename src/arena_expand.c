@@ -98,7 +98,7 @@ static ca_segment *range_adopt(ca_device *d, ca_pool *p, bool small)
 static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
 {
     size_t words = (d->vmm_range / d->vmm_page + 63) / 64;
-    ca_segment *s = calloc(1, sizeof *s + words * sizeof s->starts[0]);
+    ca_segment *s = calloc(1, sizeof *s + 2 * words * sizeof s->starts[0]);
     ca_block *b = ca_block_new(d);
     void *base = NULL;
     bool room = s && b && ca_seg_reserve(d) == 0;
@@ -113,6 +113,8 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     }
     s->base = (uintptr_t)base;
     s->size = d->vmm_range;
+    s->page = d->vmm_page;
+    s->solo = s->starts + words;
     s->pool = p;
     s->small = small;
     s->expandable = true;
@@ -128,26 +130,25 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     return p->range[small] = s;
 }
 
-/* The bytes each handle of a growth of `size` bytes holds: CACHEALLOC_EXPANDABLE_PIECE, the
- * driver's page by default, so that any free page can go back to the driver wherever it lies;
- * larger only for a growth that would take more than CA_GROWTH_PIECES of them, whose calls
- * would otherwise cost far more than one cudaMalloc of its size (docs/arena.md, "Pieces"). */
-static size_t piece_of(const ca_arena *a, const ca_device *d, size_t size)
+/* The bytes each handle of a shared growth holds: CACHEALLOC_EXPANDABLE_PIECE, the driver's
+ * page by default, so that any free page can go back to the driver wherever it lies
+ * (docs/arena.md, "Pieces"). */
+static size_t piece_of(const ca_arena *a, const ca_device *d)
 {
     size_t page = d->vmm_page;
-    size_t piece = ca_align_up(a->cfg.expandable_piece ? a->cfg.expandable_piece : page, page);
-    size_t spread = ca_align_up((size + CA_GROWTH_PIECES - 1) / CA_GROWTH_PIECES, page);
-    return spread > piece ? spread : piece;
+    return ca_align_up(a->cfg.expandable_piece ? a->cfg.expandable_piece : page, page);
 }
 
-/* Map [addr, addr+size), the start of a hole of range s, as pieces of one handle each, and give
- * dev access to them; on failure nothing is mapped. The driver unmaps whole mappings only, so a
- * mapping that still holds one live block keeps all its memory: small pieces let every free one
- * go back (docs/arena.md, "Pieces", has the trade against the calls they cost). */
-static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, size_t size)
+/* Map [addr, addr+size), the start of a hole of range s, as pieces of `piece` bytes, one handle
+ * each, and give dev access to them; on failure nothing is mapped. The driver unmaps whole
+ * mappings only, so a mapping that still holds one live block keeps all its memory: small
+ * pieces let every free one go back, and a solo mapping holds one block at a time
+ * (docs/arena.md, "Pieces", has the trade against the calls they cost). */
+static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, size_t size,
+                   size_t piece)
 {
     const ca_backend *be = &a->be;
-    size_t piece = piece_of(a, d, size), done = 0;
+    size_t done = 0;
     int rc = CA_OK;
     while (rc == CA_OK && done < size) {
         size_t n = size - done < piece ? size - done : piece;
@@ -187,12 +188,19 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
  * merge again (PyTorch's rule). *map is 0 when the free block before a hole fits by itself.
  * NULL when the reservation has no such room. */
 static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, size_t align,
-                           size_t *map)
+                           bool solo, size_t *map)
 {
     ca_block *best = NULL;
     for (ca_block *h = s->holes; h; h = h->lnext) {
-        size_t before = h->prev && h->prev->state == BLOCK_FREE ? h->prev->size : 0;
-        size_t after = h->next && h->next->state == BLOCK_FREE ? h->next->size : 0;
+        /* A solo mapping takes no free block beside it, and none takes a solo mapping's. */
+        size_t before = !solo && h->prev && h->prev->state == BLOCK_FREE &&
+                                !ca_range_solo(s, h->prev->addr)
+                            ? h->prev->size
+                            : 0;
+        size_t after = !solo && h->next && h->next->state == BLOCK_FREE &&
+                               !ca_range_solo(s, h->next->addr)
+                           ? h->next->size
+                           : 0;
         /* The block starts where the free room starts, moved up to an aligned address. */
         size_t need = rounded + ca_align_pad(before ? h->prev->addr : h->addr, rounded, align);
         size_t want = before >= need ? 0 : ca_align_up(need - before, page);
@@ -212,14 +220,14 @@ static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, siz
 /* The lowest fitting hole over every range of p for this block kind (pick_hole's rule), or
  * NULL. */
 static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_pool *p,
-                                size_t rounded, bool small, size_t *map)
+                                size_t rounded, bool small, bool solo, size_t *map)
 {
     ca_block *best = NULL;
     for (int i = 0; i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i];
         size_t m = 0;
         ca_block *h = s->expandable && s->pool == p && s->small == small
-                          ? pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &m)
+                          ? pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, solo, &m)
                           : NULL;
         if (h && (!best || h->addr < best->addr)) {
             best = h;
@@ -241,14 +249,18 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     if (!p->range[small] && !range_adopt(d, p, small) && !range_new(a, d, p, small))
         return NULL;
     size_t map = 0, fr = 0, total = 0;
-    ca_block *h = pick_in_ranges(a, d, p, rounded, small, &map);
+    /* A large request gets a mapping of its own, one handle: a few driver calls where pages
+     * would cost one each, and it still goes back whole when its block is freed, since no other
+     * block is ever carved from it (fits_rule in arena.c, ca_seam). */
+    bool solo = !small && rounded >= CA_SOLO_MIN;
+    ca_block *h = pick_in_ranges(a, d, p, rounded, small, solo, &map);
     if (!h) {
         /* A request no empty range could hold (larger than the device) opens none: each
          * attempt would leave another reservation behind. */
         if (rounded > d->vmm_range - a->cfg.big_align)
             return NULL;
         ca_segment *s = range_new(a, d, p, small);
-        if (!s || !(h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, &map)))
+        if (!s || !(h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, solo, &map)))
             return NULL;
     }
     ca_segment *s = h->seg;
@@ -263,7 +275,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     ca_block *rest = map < h->size ? ca_block_new(d) : NULL;
     if (map < h->size && !rest)
         return NULL;
-    int rc = map_run(a, d, s, h->addr, map);
+    int rc = map_run(a, d, s, h->addr, map, solo ? map : piece_of(a, d));
     if (rc != CA_OK) {
         if (rest)
             ca_block_recycle(d, rest);
@@ -279,6 +291,8 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
         ca_block_split(h, rest, map);
         ca_hole_link(s, rest);
     }
+    if (solo)
+        ca_range_mark_solo(s, h->addr, map, true);
     h->free_seq = 0; /* never used: safe for every stream */
     h->state = BLOCK_ALLOC;
     d->st.reserved_bytes += map;

@@ -26,15 +26,25 @@ static bool free_block(const ca_block *b, bool after_waits)
 }
 
 /* The run of free blocks that begins at b: its end, and the block after it (NULL at the
- * segment's end). *late (may be NULL) is set when one of them is free only after the waits. */
+ * segment's end). A run stops at a seam: free blocks never merge into or out of a solo
+ * mapping (ca_seam). *late (may be NULL) is set when one of them is free only after the
+ * waits. */
 static const ca_block *run_end(const ca_segment *s, const ca_block *b, bool after_waits,
                                uintptr_t *end, bool *late)
 {
-    for (; b && free_block(b, after_waits); b = b->next)
+    for (bool first = true; b && free_block(b, after_waits) && (first || !ca_seam(s, b->addr));
+         b = b->next, first = false)
         if (late && !free_block(b, false))
             *late = true;
     *end = b ? b->addr : s->base + s->size;
     return b;
+}
+
+/* Whether the run starting at lo lies in a solo mapping: it serves only a request of its own
+ * size (fits_rule in arena.c), never every smaller one, so only its unmapping counts. */
+static bool solo_run(const ca_segment *s, uintptr_t lo)
+{
+    return s->expandable && ca_range_solo(s, lo);
 }
 
 /* Whether the ladder's unmapping sees a run followed by b as open-ended: an unmapped page, or
@@ -65,7 +75,7 @@ typedef struct spare_sum {
 static void sum_run(const ca_arena *a, const ca_device *d, const ca_segment *s, uintptr_t lo,
                     uintptr_t hi, bool open, spare_sum *sum)
 {
-    if (s->pool == &d->plain) {
+    if (s->pool == &d->plain && !solo_run(s, lo)) {
         uint64_t n = sub(hi - lo, pad_at(a, lo));
         /* A request of 1 MiB or less searches the small blocks only, a larger one the rest. */
         if (s->small)
@@ -112,12 +122,14 @@ typedef enum { PIECE_LIVE, PIECE_FREE, PIECE_HOLE } piece_kind;
 typedef struct hole_walk {
     const ca_arena *a;
     rung at;
+    bool solo;          /* requests of CA_SOLO_MIN or more: a solo mapping takes the hole alone */
     uint64_t room;      /* what a growth may map: pages only */
     uint64_t floor;     /* requests up to this are served another way */
     piece_kind last;
     uintptr_t free_lo;  /* the last free piece */
     uint64_t free_n;
     uintptr_t start;    /* where the open hole's block would begin */
+    uintptr_t hole_lo;  /* where the open hole begins */
     uint64_t below;     /* the free bytes just below the open hole */
     uint64_t hole;      /* the open hole's bytes so far */
     uint64_t fit_max;   /* the largest request any hole so far holds */
@@ -130,9 +142,11 @@ typedef struct hole_walk {
  * the block below make, and the requests it holds above that fail. */
 static void hole_close(hole_walk *w, uint64_t above)
 {
-    uint64_t pad = pad_at(w->a, w->start);
-    uint64_t holds = sub(w->below + w->hole + above, pad);
-    uint64_t serves = w->hole <= w->room ? holds : sub(w->below + w->room, pad);
+    uint64_t below = w->solo ? 0 : w->below;
+    above = w->solo ? 0 : above;
+    uint64_t pad = pad_at(w->a, w->solo ? w->hole_lo : w->start);
+    uint64_t holds = sub(below + w->hole + above, pad);
+    uint64_t serves = w->hole <= w->room ? holds : sub(below + w->room, pad);
     uint64_t from = max64(max64(w->fit_max, serves), w->floor);
     if (holds > from)
         w->served = min64(w->served, from);
@@ -145,6 +159,7 @@ static void piece(hole_walk *w, piece_kind k, uintptr_t lo, uintptr_t hi)
     if (k == PIECE_HOLE && w->last != PIECE_HOLE) {
         w->below = w->last == PIECE_FREE ? w->free_n : 0;
         w->start = w->below ? w->free_lo : lo;
+        w->hole_lo = lo;
         w->hole = 0;
     } else if (k != PIECE_HOLE && w->last == PIECE_HOLE) {
         hole_close(w, k == PIECE_FREE ? hi - lo : 0);
@@ -174,9 +189,11 @@ static void walk_range(hole_walk *w, const ca_device *d, const ca_segment *s)
         if (!unmapped ||
             !ca_whole_mappings(s, d->vmm_page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
             x = y = hi;
-        piece(w, PIECE_FREE, lo, x);
+        /* What stays of a solo mapping merges with no growth beside it. */
+        piece_kind kept = solo_run(s, lo) ? PIECE_LIVE : PIECE_FREE;
+        piece(w, kept, lo, x);
         piece(w, PIECE_HOLE, x, y);
-        piece(w, PIECE_FREE, y, hi);
+        piece(w, kept, y, hi);
     }
     if (w->last == PIECE_HOLE)
         hole_close(w, 0);
@@ -198,10 +215,11 @@ static uint64_t fresh_range(const ca_arena *a, size_t page, uint64_t room)
  * wherever the driver placed it: it may be the lowest that holds the request later, and it
  * serves no more than the room. *fit: the largest request a hole holds. */
 static uint64_t served_at(const ca_arena *a, const ca_device *d, size_t page, rung at,
-                          uint64_t room, uint64_t floor, uint64_t opened_beyond, uint64_t *fit)
+                          bool solo, uint64_t room, uint64_t floor, uint64_t opened_beyond,
+                          uint64_t *fit)
 {
-    hole_walk w = {.a = a, .at = at, .room = ca_align_down(room, page), .floor = floor,
-                   .served = UINT64_MAX};
+    hole_walk w = {.a = a, .at = at, .solo = solo, .room = ca_align_down(room, page),
+                   .floor = floor, .served = UINT64_MAX};
     uint64_t fresh = fresh_range(a, page, room);
     for (int i = 0; d->vmm_page && !d->ranges_gone && i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i];
@@ -232,6 +250,19 @@ typedef struct rooms {
     uint64_t at4, at6, at7;
 } rooms;
 
+/* The largest request a growth at one of the rungs serves with every smaller one above floor,
+ * for requests of one kind (solo: CA_SOLO_MIN or more). */
+static uint64_t grown_by(const ca_arena *a, const ca_device *d, size_t page, const spare_sum *sum,
+                        const rooms *r, bool solo, uint64_t floor)
+{
+    uint64_t fit4, fit;
+    uint64_t s4 = served_at(a, d, page, AT_RUNG4, solo, r->at4, floor, UINT64_MAX, &fit4);
+    uint64_t s6 = served_at(a, d, page, AT_RUNG6, solo, r->at6, floor, fit4, &fit);
+    uint64_t s7 = served_at(a, d, page, AT_RUNG7, solo, r->at7, floor, fit4, &fit);
+    /* Pending or kept blocks freed before rung 4 change what it sees: none of its own. */
+    return max64(sum->unsettled ? 0 : s4, max64(s6, s7));
+}
+
 /* The largest request the ladder serves with every smaller one, from its runs (sum) or by a
  * growth. Each rung's growth serves what the others leave out too: a request served at one
  * needs none of the others, so each looks only above what the rest already serve. */
@@ -240,15 +271,15 @@ static uint64_t figure(ca_arena *a, ca_device *d, const spare_sum *sum, const ro
     size_t page = growth_page(a, d->id, d);
     if (page == 0)
         return max64(sum->largest, r->at7); /* a plain segment of the request's size */
-    uint64_t served = sum->largest, before, fit4, fit;
+    uint64_t served = sum->largest, before;
     int rounds = 0;
     do {
         before = served;
-        uint64_t s4 = served_at(a, d, page, AT_RUNG4, r->at4, before, UINT64_MAX, &fit4);
-        uint64_t s6 = served_at(a, d, page, AT_RUNG6, r->at6, before, fit4, &fit);
-        uint64_t s7 = served_at(a, d, page, AT_RUNG7, r->at7, before, fit4, &fit);
-        /* Pending or kept blocks freed before rung 4 change what it sees: none of its own. */
-        uint64_t grown = max64(sum->unsettled ? 0 : s4, max64(s6, s7));
+        /* Requests below CA_SOLO_MIN grow beside the free blocks around a hole; larger ones
+         * take a solo mapping of the hole alone: each up to where the other kind begins. */
+        uint64_t grown = grown_by(a, d, page, sum, r, false, before);
+        if (grown >= CA_SOLO_MIN - CA_ROUND)
+            grown = max64(CA_SOLO_MIN - CA_ROUND, grown_by(a, d, page, sum, r, true, before));
         if (grown > CA_SMALL_MAX) /* smaller requests grow the small ranges */
             served = max64(served, grown);
     } while (served != before && ++rounds < 8); /* each round's answer holds: a bound on the walks */

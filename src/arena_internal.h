@@ -20,7 +20,7 @@
 #define CA_LARGE_ROUND (2u << 20)         /* larger: rounded to this             */
 #define CA_LARGE_MIN_REMAINDER (1u << 20) /* large blocks split only above this  */
 #define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
-#define CA_GROWTH_PIECES 128u             /* a larger growth takes larger pieces  */
+#define CA_SOLO_MIN (64u << 20)           /* from here a growth is one solo mapping */
 #define CA_MAX_STACK 16
 
 /* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). UNMAPPED:
@@ -64,9 +64,13 @@ struct ca_segment {
     bool in_whole;
     bool expandable;          /* a reserved range, mapped as it grows: never whole */
     ca_block *holes;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
-    /* An expandable range's mappings: bit i set when page i begins one (one driver handle,
-     * made by one growth). A mapping ends where the next begins or the mapped pages stop, and
-     * only whole mappings can be unmapped. Empty for a plain segment. */
+    size_t page;              /* an expandable range's page; 0 for a plain segment */
+    /* An expandable range's solo mappings (arena_expand.c): bit i set when page i lies in one.
+     * Points into starts[], after the starts' own words. */
+    uint64_t *solo;
+    /* An expandable range's mappings: bit i set when page i begins one (one driver handle).
+     * A mapping ends where the next begins or the mapped pages stop, and only whole mappings
+     * can be unmapped. Empty for a plain segment. */
     uint64_t starts[];
 };
 
@@ -356,6 +360,24 @@ static inline bool ca_range_boundary(const ca_segment *s, size_t page, uintptr_t
     return addr == s->base + s->size || (s->starts[i / 64] >> (i % 64) & 1);
 }
 
+/* Whether the page at addr of expandable range s lies in a solo mapping. */
+static inline bool ca_range_solo(const ca_segment *s, uintptr_t addr)
+{
+    size_t i = (addr - s->base) / s->page;
+    return s->solo[i / 64] >> (i % 64) & 1;
+}
+
+/* Whether free blocks meeting at addr must stay apart: a solo mapping begins or ends there.
+ * A solo mapping holds one block at a time (and the free rest of its last page), so that it
+ * goes back whole when that block is freed: nothing merges into it from outside. */
+static inline bool ca_seam(const ca_segment *s, uintptr_t addr)
+{
+    if (!s->page || (addr - s->base) % s->page != 0 || addr == s->base + s->size ||
+        !ca_range_boundary(s, s->page, addr))
+        return false;
+    return ca_range_solo(s, addr) || (addr > s->base && ca_range_solo(s, addr - s->page));
+}
+
 /* Marks (on) or clears the page at addr of s as the first of a mapping. */
 static inline void ca_range_mark(ca_segment *s, size_t page, uintptr_t addr, bool on)
 {
@@ -364,6 +386,18 @@ static inline void ca_range_mark(ca_segment *s, size_t page, uintptr_t addr, boo
         s->starts[i / 64] |= (uint64_t)1 << (i % 64);
     else
         s->starts[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* Marks (on) or clears the pages of [addr, addr+size) of s as those of a solo mapping. */
+static inline void ca_range_mark_solo(ca_segment *s, uintptr_t addr, size_t size, bool on)
+{
+    for (uintptr_t at = addr; at < addr + size; at += s->page) {
+        size_t i = (at - s->base) / s->page;
+        if (on)
+            s->solo[i / 64] |= (uint64_t)1 << (i % 64);
+        else
+            s->solo[i / 64] &= ~((uint64_t)1 << (i % 64));
+    }
 }
 
 /* arena_expand.c, arena_unmap.c: expandable segments. Under the device lock. */

@@ -270,13 +270,13 @@ ca_block *ca_block_free(ca_device *d, ca_block *b)
     ca_assert(b->next ? b->addr + b->size == b->next->addr : b->addr + b->size == seg->base + seg->size);
     b->state = BLOCK_FREE;
     d->st.cached_bytes += b->size;
-    if (b->prev && b->prev->state == BLOCK_FREE) {
+    if (b->prev && b->prev->state == BLOCK_FREE && !ca_seam(seg, b->addr)) {
         ca_block *p = b->prev;
         ca_bins_remove(bins, p);
         ca_block_merge(d, p, b);
         b = p;
     }
-    if (b->next && b->next->state == BLOCK_FREE) {
+    if (b->next && b->next->state == BLOCK_FREE && !ca_seam(seg, b->next->addr)) {
         ca_bins_remove(bins, b->next);
         ca_block_merge(d, b, b->next);
     }

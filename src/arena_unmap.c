@@ -199,6 +199,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
                     ca_range_mark(b->seg, d->vmm_page, at, false);
                     d->st.driver_free_calls++;
                 }
+            ca_range_mark_solo(b->seg, b->addr, b->size, false);
             if (a->cfg.trace)
                 a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_FREE, d->id, (void *)b->addr,
                              b->size, b->seg->pool->stream);

@@ -155,21 +155,42 @@ static void test_configured_piece(void **state)
     test_free(f);
 }
 
-/* A growth of more than CA_GROWTH_PIECES pages takes larger pieces, so that one huge
- * allocation (a framework's preallocation) costs a bounded number of driver calls. */
-static void test_huge_growth_takes_larger_pieces(void **state)
+/* A request of CA_SOLO_MIN or more is one solo mapping: one handle, which no smaller block
+ * is carved from and nothing merges into, so that it goes back whole when its block is freed. */
+static void test_large_request_is_one_solo_mapping(void **state)
 {
     (void)state;
-    fixture *f = fx_new(2 * GiB);
+    fixture *f = fx_new(1 * GiB);
     f->cfg.expandable = 1;
     fx_start(f);
-    size_t n = (size_t)CA_GROWTH_PIECES * 2 * PAGE; /* twice as many pages as pieces */
-    char *a = use_alloc(f, n, NULL, CA_API_PLAIN);
-    assert_int_equal(f->dev.vmm_creates, CA_GROWTH_PIECES);
-    assert_int_equal(stats(f).reserved_bytes, n);
-    must_free(f, a, NULL, CA_API_PLAIN);
+    char *low = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN); /* page pieces: 2 */
+    char *big = use_alloc(f, CA_SOLO_MIN + 3 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, 3);
+    assert_ptr_equal(big, low + 4 * MiB);
+    must_free(f, big, NULL, CA_API_PLAIN);
+    must_free(f, low, NULL, CA_API_PLAIN);
+    /* Neither a small request nor one spanning both free blocks is carved from the mapping. */
+    char *small = use_alloc(f, 4 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(small, low);
+    char *mid = use_alloc(f, 8 * MiB, NULL, CA_API_PLAIN);
+    assert_true(mid >= big + CA_SOLO_MIN + 4 * MiB || mid + 8 * MiB <= big);
+    /* A request of the same size takes the mapping again, with no driver call. */
+    int creates = f->dev.vmm_creates;
+    char *again = use_alloc(f, CA_SOLO_MIN + 3 * MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(again, big);
+    assert_int_equal(f->dev.vmm_creates, creates);
+    /* Freed, it goes back whole, with one unmap, beside live blocks. */
+    must_free(f, again, NULL, CA_API_PLAIN);
+    fake_complete_all(&f->dev);
+    assert_true(ca_reclaim(f->a, 0) >= CA_SOLO_MIN + 4 * MiB);
+    assert_int_equal(fake_mapped(&f->dev, big, CA_SOLO_MIN), 0);
+    assert_int_equal(fake_mapped(&f->dev, small, 4 * MiB), 1);
+    assert_exact(f);
+    must_free(f, small, NULL, CA_API_PLAIN);
+    must_free(f, mid, NULL, CA_API_PLAIN);
     ca_arena_destroy(f->a);
     assert_int_equal(f->dev.mapped_bytes, 0);
+    assert_int_equal(f->dev.violations, 0);
     test_free(f);
 }
 
@@ -596,7 +617,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_pages_beside_a_live_block_go_back, setup,
                                         teardown),
         cmocka_unit_test(test_configured_piece),
-        cmocka_unit_test(test_huge_growth_takes_larger_pieces),
+        cmocka_unit_test(test_large_request_is_one_solo_mapping),
         cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup_whole, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup_whole, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_pieces_stop_at_a_hole, setup, teardown),

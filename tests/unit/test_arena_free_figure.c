@@ -245,6 +245,8 @@ static void random_workload(uint64_t seed, int *asked, int *exact)
         } else {
             size_t size = (size_t)512 << (next_random(&x) % 16);
             size += next_random(&x) % size;
+            if (next_random(&x) % 16 == 0) /* a solo mapping's size (CA_SOLO_MIN: 64 MiB) */
+                size = 64 * MiB + next_random(&x) % (32 * MiB);
             api[i] = fenced && next_random(&x) % 4 == 0 ? CA_API_ASYNC : CA_API_PLAIN;
             s = api[i] == CA_API_ASYNC ? S1 : NULL;
             if (ca_malloc(f->a, 0, size, s, api[i], &p[i]) != CA_OK)
