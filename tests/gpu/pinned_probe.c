@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_util.h"
+
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 #define ROUNDS 5
@@ -34,25 +36,8 @@ static CUresult (*stream_sync)(CUstream);
 static CUresult (*mem_alloc)(CUdeviceptr *, size_t);
 static CUresult (*mem_free)(CUdeviceptr);
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return v[n / 2];
-}
-
+#undef LOAD
+#undef LOAD_OPTIONAL
 #define LOAD(var, name)                                                                       \
     do {                                                                                      \
         void *p_ = dlsym(lib, name);                                                          \

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_util.h"
+
 #define MIB ((size_t)1 << 20)
 #define ROUNDS 9
 
@@ -42,38 +44,6 @@ static CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
 static CUresult (*memset8)(CUdeviceptr, unsigned char, size_t);
 static CUresult (*sync_)(void);
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return v[n / 2];
-}
-
-static void *sym(void *lib, const char *name)
-{
-    void *p = dlsym(lib, name);
-    if (p == NULL) {
-        printf("missing=%s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-#define LOAD(var, name) memcpy(&var, &(void *){sym(lib, name)}, sizeof var)
-/* Entry points a driver may lack (the simulated one has no exports): NULL, and said so. */
-#define LOAD_OPTIONAL(var, name) memcpy(&var, &(void *){dlsym(lib, name)}, sizeof var)
 
 static CUmemAllocationProp prop_of(CUdevice dev, CUmemAllocationHandleType types)
 {

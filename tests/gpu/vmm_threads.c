@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe_util.h"
+
 #define MIB ((size_t)1 << 20)
 #define PAGE (2 * MIB)
 #define PAGES_EACH 32
@@ -45,30 +47,6 @@ static CUresult (*stream_sync)(CUstream);
 static CUcontext ctx;
 static CUdevice device;
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static void *sym(void *lib, const char *name)
-{
-    void *p = dlsym(lib, name);
-    if (p == NULL) {
-        printf("missing=%s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-#define LOAD(var, name) memcpy(&var, &(void *){sym(lib, name)}, sizeof var)
 
 typedef struct worker {
     pthread_t t;
@@ -151,8 +129,7 @@ static double rate(int n, int vmm)
             return -1;
         v[r] = (double)(n * PAGES_EACH) / ((t1 - t0) / 1000.0);
     }
-    qsort(v, ROUNDS, sizeof *v, by_value);
-    return v[ROUNDS / 2];
+    return median(v, ROUNDS);
 }
 
 int main(void)

@@ -313,5 +313,9 @@ void sd_inject_sync_delay(void);
 double sd_now(void);
 /* Busy-waits `us` microseconds, as a driver call costs CPU. */
 void sd_spin_us(double us);
+/* Busy-waits `us` microseconds as a driver call that allocates or maps memory does: one thread
+ * at a time, as an H200 serves them (docs/gpu.md finding 17: as many pages a millisecond from
+ * eight threads as from one). */
+void sd_spin_serial_us(double us);
 
 #endif

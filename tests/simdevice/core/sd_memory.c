@@ -61,7 +61,7 @@ int sd_malloc(void **p, size_t n)
         sd_log("malloc(%zu) on device %d -> %d: larger than the device", n, d->id, SD_ENOMEM);
         return SD_ENOMEM;
     }
-    sd_spin_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
+    sd_spin_serial_us(sd_cfg.malloc_us + sd_cfg.malloc_us_per_gib * ((double)n / (double)(1u << 30)));
     pthread_mutex_lock(&sd_lock);
     struct sd_device *d = sd_cur();
     rc = sd_inject_alloc(d) ? SD_ENOMEM : sd_dev_alloc(d, n, false, p);

@@ -24,6 +24,14 @@ void sd_spin_us(double us)
     }
 }
 
+void sd_spin_serial_us(double us)
+{
+    static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&serial);
+    sd_spin_us(us);
+    pthread_mutex_unlock(&serial);
+}
+
 static const char *flavor = "cuda";
 
 void sd_set_flavor(const char *name)

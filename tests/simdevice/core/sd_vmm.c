@@ -18,7 +18,7 @@ static int begin(bool bad, bool bad_dev, double us)
         return SD_EINVAL;
     if (bad_dev)
         return SD_EDEVICE;
-    sd_spin_us(us);
+    sd_spin_serial_us(us);
     pthread_mutex_lock(&sd_lock);
     return SD_OK;
 }
@@ -214,7 +214,7 @@ int sd_vmm_unmap(void *ptr, size_t size)
     }
     vmm_cut(&sd_vmm_mappings, first, count);
     rc = end(SD_OK, "vmm_unmap", p);
-    sd_spin_us((double)(count - 1) * sd_cfg.vmm_unmap_us); /* a GPU's price is per mapping */
+    sd_spin_serial_us((double)(count - 1) * sd_cfg.vmm_unmap_us); /* a GPU's price is per mapping */
     return rc;
 }
 
@@ -238,7 +238,7 @@ int sd_vmm_set_access(void *ptr, size_t size, int dev, int flags)
         mprotect((void *)m->addr, m->size, prot);
     }
     rc = end(SD_OK, "vmm_set_access", p);
-    sd_spin_us((double)(count - 1) * sd_cfg.vmm_access_us); /* per mapping, as unmapping */
+    sd_spin_serial_us((double)(count - 1) * sd_cfg.vmm_access_us); /* per mapping, as unmapping */
     return rc;
 }
 
