@@ -545,14 +545,16 @@ def probes(r, deadline):
         rc, out, _ = r.run([prog], env, min(30, deadline - time.monotonic()))
         own = "\n".join(l for l in out.splitlines() if not l.startswith("cachealloc"))
         res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
-    # The driver's prices for allocation and for mapped memory, without the cache (it serves
-    # neither call the probe makes).
-    for name, prog in (("vmm_cost", "gpu-vmm-cost"), ("vmm_threads", "gpu-vmm-threads"),
-                       ("pinned", "gpu-pinned-probe")):
+    # The driver's prices for allocation, mapped memory and the fence calls, without the cache
+    # (it serves no call the probes make). fence_cost prints about 70 lines: keep them all.
+    for name, prog, keep in (("vmm_cost", "gpu-vmm-cost", 4000),
+                             ("vmm_threads", "gpu-vmm-threads", 4000),
+                             ("pinned", "gpu-pinned-probe", 4000),
+                             ("fence_cost", "gpu-fence-cost", 8000)):
         path = os.path.join(r.build, "tests", "gpu", prog)
         if os.path.exists(path) and time.monotonic() < deadline - 3:
             rc, out, _ = r.run([path], r.env(False), min(60, deadline - time.monotonic()))
-            res[name + ".plain"] = {"exit": rc, "output": out[-4000:], "cache": None}
+            res[name + ".plain"] = {"exit": rc, "output": out[-keep:], "cache": None}
     return res
 
 
