@@ -451,17 +451,19 @@ def bench(r, deadline):
         if v and "pairs_per_s" in v:
             pairs["runtime.%s.1" % api] = float(v["pairs_per_s"])
     res["pairs"] = pairs
-    # The loops of 1 MiB beside two streams, idle and one busy: plain, sync-cache, the cache.
+    # The loops of 1 MiB beside two streams, idle and one busy: plain, sync-cache, the cache, and
+    # the limit (one block a thread, only the memsets: what no allocator can beat).
     loops = {}
     n = 2000 if quick else 20000
     for sizes, busy in ([("fixed", 0), ("fixed", 1)] +
                         ([] if quick else [("random", 0), ("random", 1)])):
         for t in ([1, 2] if quick else [1, 4, 16]):
-            for mode in ("plain", "sync", "cache"):
+            for mode in ("plain", "sync", "cache", "limit"):
                 cnt = n // 10 if mode == "plain" else n
+                flag = {"sync": ["--sync-cache"], "limit": ["--limit"]}.get(mode, [])
                 cmd = [os.path.join(b, "bench-loop"), "--sizes", sizes, "--threads", str(t),
                        "--streams", "2", "--busy", str(busy), "--pairs", str(cnt),
-                       "--warmup", str(max(10, cnt // 20))] + (["--sync-cache"] if mode == "sync" else [])
+                       "--warmup", str(max(10, cnt // 20))] + flag
                 v = kv(cmd, envc if mode == "cache" else envp)
                 if v:
                     loops["%s%s.%s.%d" % ("busy" if busy else "idle",
@@ -660,16 +662,22 @@ def markdown(rep):
                     pair_cell(p, "%s.%s.%d" % (who, api, t)) for t in (1, 2, 4, 8, 16))))
             L.append("| %s | plain runtime | %s | | | | |" % (api, fmt_rate(p.get("runtime.%s.1" % api))))
         L += ["", "Loops beside 2 streams, one of them kept busy or not, 1 MiB or 1 to 8 MiB"
-              " (-random) (pairs/s):", "",
-              "| streams | threads | plain | sync-cache | cache | cache peak reserved MiB |",
-              "|---|---|---|---|---|---|"]
+              " (-random) (pairs/s; limit: one block a thread, only the memsets, and each mode's"
+              " share of it):", "",
+              "| streams | threads | plain | sync-cache | cache | limit | sync-cache / limit |"
+              " cache / limit | cache peak reserved MiB |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for k in sorted({k.rsplit(".", 2)[0] + "." + k.rsplit(".", 1)[1] for k in b["loops"]}):
             st, t = k.split(".")
             g = lambda m: b["loops"].get("%s.%s.%s" % (st, m, t), {})
             cr = g("cache").get("cache_peak_reserved_bytes")
-            L.append("| %s | %s | %s | %s | %s | %s |" % (st, t, g("plain").get("pairs_per_s", "-"),
-                     g("sync").get("pairs_per_s", "-"), g("cache").get("pairs_per_s", "-"),
-                     "%.1f" % (int(cr) / 1048576) if cr else "-"))
+            lim = float(g("limit").get("pairs_per_s") or 0)
+            share = lambda m: "%.1f%%" % (100 * float(g(m)["pairs_per_s"]) / lim) if (
+                lim and g(m).get("pairs_per_s")) else "-"
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                st, t, g("plain").get("pairs_per_s", "-"), g("sync").get("pairs_per_s", "-"),
+                g("cache").get("pairs_per_s", "-"), g("limit").get("pairs_per_s", "-"),
+                share("sync"), share("cache"), "%.1f" % (int(cr) / 1048576) if cr else "-"))
         L += ["", "Trace replays (3 passes, wall of the first, failures):", "",
               "| trace | mode | wall s | failed allocations | later failures | peak reserved MiB |",
               "|---|---|---|---|---|---|"]
