@@ -1,8 +1,9 @@
 /* Loops of cudaMalloc/cudaFree in a process that has created streams: what a cache costs when
- * every freed block must wait for the device. One binary, three modes: "plain" (the runtime
- * alone), "cache" (the same binary with libcachealloc.so preloaded) and "sync" (--sync-cache:
- * the reference cache of sync_cache.c, which synchronizes the device before reusing a block).
- * docs/benchmarks.md says what each printed figure means. */
+ * every freed block must wait for the device. One binary, four modes: "plain" (the runtime
+ * alone), "cache" (the same binary with libcachealloc.so preloaded), "sync" (--sync-cache:
+ * the reference cache of sync_cache.c, which synchronizes the device before reusing a block)
+ * and "limit" (--limit: each thread allocates once and only launches the memsets, the fastest
+ * any allocator could run the loop). docs/benchmarks.md says what each printed figure means. */
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +23,7 @@
 #define MiB ((size_t)1 << 20)
 
 typedef struct opts {
-    int sync_cache, random, threads, streams, busy, depth, work_us;
+    int sync_cache, limit, random, threads, streams, busy, depth, work_us;
     unsigned long pairs, warmup; /* timed pairs in all; warm-up pairs per thread */
     size_t size, memset_bytes;
 } opts;
@@ -32,6 +33,7 @@ typedef struct worker {
     int id;
     pthread_t thread;
     pthread_barrier_t *bar;
+    void *held; /* --limit: the thread's one block, as large as any pair asks */
     unsigned long failures;
 } worker;
 
@@ -77,7 +79,7 @@ static void note_live(size_t size)
 
 /* One allocation, a tiny memset into it on the legacy stream (the block is used by the device
  * before its free), one free. */
-static int pair(const opts *o, uint64_t *rng)
+static int pair(const opts *o, uint64_t *rng, void *held)
 {
     size_t size = o->size;
     if (o->random) {
@@ -87,12 +89,13 @@ static int pair(const opts *o, uint64_t *rng)
     /* Live from the call that asks for it to the return of the call that frees it: what an
      * allocator must hold at once, whichever way the threads interleave inside it. */
     note_live(size);
-    void *p = NULL;
-    int rc = alloc(o, &p, size) != 0 || !p ? -1 : 0;
+    void *p = held;
+    int rc = !held && (alloc(o, &p, size) != 0 || !p) ? -1 : 0;
     if (rc == 0) {
         if (o->memset_bytes)
             cudaMemsetAsync(p, 0, o->memset_bytes < size ? o->memset_bytes : size, 0);
-        rc = release(o, p);
+        if (!held)
+            rc = release(o, p);
     }
     atomic_fetch_sub(&live_bytes, size);
     return rc;
@@ -103,13 +106,19 @@ static void *run(void *arg)
     worker *w = arg;
     const opts *o = w->o;
     uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1);
-    unsigned long timed = o->pairs / (unsigned long)o->threads;
-    for (unsigned long i = 0; i < o->warmup; i++)
-        w->failures += pair(o, &rng) != 0;
+    unsigned long timed = o->pairs / (unsigned long)o->threads, warmup = o->warmup;
+    if (o->limit && cudaMalloc(&w->held, o->random ? 8 * MiB : o->size) != cudaSuccess) {
+        /* Without its block a pair would allocate: none runs, and the failure says so. */
+        w->held = NULL;
+        w->failures = 1;
+        timed = warmup = 0;
+    }
+    for (unsigned long i = 0; i < warmup; i++)
+        w->failures += pair(o, &rng, w->held) != 0;
     pthread_barrier_wait(w->bar); /* warm-up done: counters read */
     pthread_barrier_wait(w->bar); /* go */
     for (unsigned long i = 0; i < timed; i++)
-        w->failures += pair(o, &rng) != 0;
+        w->failures += pair(o, &rng, w->held) != 0;
     return NULL;
 }
 
@@ -134,9 +143,9 @@ static int number(const char *s, unsigned long max, unsigned long *out)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench-loop [--sync-cache] [--sizes fixed|random] [--size BYTES]\n"
-                    "  [--threads 1..64] [--pairs N] [--warmup N] [--streams N] [--busy N]\n"
-                    "  [--depth N] [--work-us N] [--memset BYTES]\n");
+    fprintf(stderr, "usage: bench-loop [--sync-cache | --limit] [--sizes fixed|random]\n"
+                    "  [--size BYTES] [--threads 1..64] [--pairs N] [--warmup N] [--streams N]\n"
+                    "  [--busy N] [--depth N] [--work-us N] [--memset BYTES]\n");
     return 2;
 }
 
@@ -146,8 +155,11 @@ static int parse(int argc, char **argv, opts *o)
                 .warmup = 1000, .size = MiB, .memset_bytes = 8};
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
-        if (strcmp(opt, "--sync-cache") == 0) {
-            o->sync_cache = 1;
+        if (strcmp(opt, "--sync-cache") == 0 || strcmp(opt, "--limit") == 0) {
+            if (opt[2] == 's')
+                o->sync_cache = 1;
+            else
+                o->limit = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -183,13 +195,15 @@ static int parse(int argc, char **argv, opts *o)
         else
             return -1;
     }
-    return o->busy <= o->streams ? 0 : -1;
+    return o->busy <= o->streams && !(o->sync_cache && o->limit) ? 0 : -1;
 }
 
 static const char *mode(const opts *o)
 {
     if (o->sync_cache)
         return "sync";
+    if (o->limit)
+        return "limit";
     return dlsym(RTLD_DEFAULT, "cachealloc_get_stats_v1") ? "cache" : "plain";
 }
 
@@ -268,6 +282,8 @@ int main(int argc, char **argv)
     printf("failures=%lu\n", failures);
     if (o.sync_cache)
         sync_cache_release_all();
+    for (int i = 0; i < o.threads; i++)
+        cudaFree(ws[i].held);
     free(ws);
     pthread_barrier_destroy(&bar);
     return failures ? 1 : 0;

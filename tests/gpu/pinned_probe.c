@@ -20,10 +20,6 @@
 #define MIB ((size_t)1 << 20)
 #define ROUNDS 5
 
-static CUresult (*init_)(unsigned);
-static CUresult (*dev_get)(CUdevice *, int);
-static CUresult (*retain)(CUcontext *, CUdevice);
-static CUresult (*set_current)(CUcontext);
 static CUresult (*host_alloc)(void **, size_t, unsigned);
 static CUresult (*alloc_host)(void **, size_t);
 static CUresult (*free_host)(void *);
@@ -149,15 +145,9 @@ static void waits(void)
 
 int main(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (lib == NULL) {
-        printf("no libcuda.so.1\n");
-        return 1;
-    }
-    LOAD(init_, "cuInit");
-    LOAD(dev_get, "cuDeviceGet");
-    LOAD(retain, "cuDevicePrimaryCtxRetain");
-    LOAD(set_current, "cuCtxSetCurrent");
+    CUdevice dev;
+    CUcontext ctx;
+    void *lib = probe_open(&dev, &ctx);
     LOAD(host_alloc, "cuMemHostAlloc");
     LOAD(alloc_host, "cuMemAllocHost_v2");
     LOAD(free_host, "cuMemFreeHost");
@@ -169,13 +159,6 @@ int main(void)
     LOAD(stream_sync, "cuStreamSynchronize");
     LOAD(mem_alloc, "cuMemAlloc_v2");
     LOAD(mem_free, "cuMemFree_v2");
-    CUdevice dev;
-    CUcontext ctx;
-    if (init_(0) != CUDA_SUCCESS || dev_get(&dev, 0) != CUDA_SUCCESS ||
-        retain(&ctx, dev) != CUDA_SUCCESS || set_current(ctx) != CUDA_SUCCESS) {
-        printf("no device\n");
-        return 1;
-    }
     struct rlimit lim;
     if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
         printf("memlock_limit=%lld\n", lim.rlim_cur == RLIM_INFINITY ? -1LL

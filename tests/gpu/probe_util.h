@@ -4,6 +4,7 @@
 #ifndef CACHEALLOC_TESTS_GPU_PROBE_UTIL_H
 #define CACHEALLOC_TESTS_GPU_PROBE_UTIL_H
 
+#include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,5 +46,30 @@ static inline void *probe_sym(void *lib, const char *name)
 #define LOAD(var, name) memcpy(&var, &(void *){probe_sym(lib, name)}, sizeof var)
 /* Entry points a driver may lack (the simulated one has no exports): NULL, and said so. */
 #define LOAD_OPTIONAL(var, name) memcpy(&var, &(void *){dlsym(lib, name)}, sizeof var)
+
+/* The driver (libcuda.so.1), with device 0's primary context current on the calling thread; a
+ * line saying what is missing, and exit 1, where there is none. */
+static inline void *probe_open(CUdevice *dev, CUcontext *ctx)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (lib == NULL) {
+        printf("no libcuda.so.1\n");
+        exit(1);
+    }
+    CUresult (*init)(unsigned);
+    CUresult (*get)(CUdevice *, int);
+    CUresult (*retain)(CUcontext *, CUdevice);
+    CUresult (*set)(CUcontext);
+    LOAD(init, "cuInit");
+    LOAD(get, "cuDeviceGet");
+    LOAD(retain, "cuDevicePrimaryCtxRetain");
+    LOAD(set, "cuCtxSetCurrent");
+    if (init(0) != CUDA_SUCCESS || get(dev, 0) != CUDA_SUCCESS ||
+        retain(ctx, *dev) != CUDA_SUCCESS || set(*ctx) != CUDA_SUCCESS) {
+        printf("no device\n");
+        exit(1);
+    }
+    return lib;
+}
 
 #endif

@@ -19,10 +19,6 @@
 #define MIB ((size_t)1 << 20)
 #define ROUNDS 9
 
-static CUresult (*init_)(unsigned);
-static CUresult (*dev_get)(CUdevice *, int);
-static CUresult (*retain)(CUcontext *, CUdevice);
-static CUresult (*set_current)(CUcontext);
 static CUresult (*mem_alloc)(CUdeviceptr *, size_t);
 static CUresult (*mem_free)(CUdeviceptr);
 static CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
@@ -195,15 +191,9 @@ static void answers(CUdevice dev, size_t page)
 
 int main(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (lib == NULL) {
-        printf("no libcuda.so.1\n");
-        return 1;
-    }
-    LOAD(init_, "cuInit");
-    LOAD(dev_get, "cuDeviceGet");
-    LOAD(retain, "cuDevicePrimaryCtxRetain");
-    LOAD(set_current, "cuCtxSetCurrent");
+    CUdevice dev;
+    CUcontext ctx;
+    void *lib = probe_open(&dev, &ctx);
     LOAD(mem_alloc, "cuMemAlloc_v2");
     LOAD(mem_free, "cuMemFree_v2");
     LOAD(reserve, "cuMemAddressReserve");
@@ -220,13 +210,6 @@ int main(void)
     LOAD(range, "cuMemGetAddressRange_v2");
     LOAD(memset8, "cuMemsetD8_v2");
     LOAD(sync_, "cuCtxSynchronize");
-    CUdevice dev;
-    CUcontext ctx;
-    if (init_(0) != CUDA_SUCCESS || dev_get(&dev, 0) != CUDA_SUCCESS ||
-        retain(&ctx, dev) != CUDA_SUCCESS || set_current(ctx) != CUDA_SUCCESS) {
-        printf("no device\n");
-        return 1;
-    }
     CUmemAllocationProp p0 = prop_of(dev, CU_MEM_HANDLE_TYPE_NONE);
     size_t page = 0;
     granularity(&page, &p0, CU_MEM_ALLOC_GRANULARITY_MINIMUM);

@@ -25,9 +25,6 @@
 #define ROUNDS 5
 #define MAX_THREADS 8
 
-static CUresult (*init_)(unsigned);
-static CUresult (*dev_get)(CUdevice *, int);
-static CUresult (*retain)(CUcontext *, CUdevice);
 static CUresult (*set_current)(CUcontext);
 static CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 static CUresult (*addr_free)(CUdeviceptr, size_t);
@@ -134,14 +131,7 @@ static double rate(int n, int vmm)
 
 int main(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (lib == NULL) {
-        printf("no driver\n");
-        return 1;
-    }
-    LOAD(init_, "cuInit");
-    LOAD(dev_get, "cuDeviceGet");
-    LOAD(retain, "cuDevicePrimaryCtxRetain");
+    void *lib = probe_open(&device, &ctx);
     LOAD(set_current, "cuCtxSetCurrent");
     LOAD(reserve, "cuMemAddressReserve");
     LOAD(addr_free, "cuMemAddressFree");
@@ -155,11 +145,6 @@ int main(void)
     LOAD(stream_create, "cuStreamCreate");
     LOAD(memset_async, "cuMemsetD8Async");
     LOAD(stream_sync, "cuStreamSynchronize");
-    if (init_(0) != CUDA_SUCCESS || dev_get(&device, 0) != CUDA_SUCCESS ||
-        retain(&ctx, device) != CUDA_SUCCESS || set_current(ctx) != CUDA_SUCCESS) {
-        printf("no device\n");
-        return 1;
-    }
     static const int counts[] = {1, 2, 4, 8};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         printf("pages_per_ms.threads%d=%.1f\n", counts[i], rate(counts[i], 1));
