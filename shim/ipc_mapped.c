@@ -11,7 +11,8 @@
  * shows the rest of its allocation. A socket, not
  * pidfd_getfd, since that needs ptrace rights that containers and Yama withhold (PyTorch issue
  * 165685). The exporter answers from one thread of its own, started at its first such export,
- * and only to processes of its own user (SO_PEERCRED). */
+ * and only to processes of its own user; the importer takes its answer only from the process
+ * the record names (both by SO_PEERCRED). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -386,6 +387,17 @@ static ca_rt_err receive(int c, const record *r, import *im, uint64_t *first)
     return ok;
 }
 
+/* Whether the process listening at the other end of c is the record's exporter, of this
+ * user. Any process may bind an abstract name, the exporter's too once it is gone: an importer
+ * that asked it would map whatever descriptors it sent as the block. */
+static bool answered_by(int c, const record *r)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof cr &&
+           cr.pid == (pid_t)r->pid && cr.uid == geteuid();
+}
+
 ca_rt_err ca_ipc_mapped_open(ca_runtime *rt, const void *handle, void **out)
 {
     record r;
@@ -401,8 +413,9 @@ ca_rt_err ca_ipc_mapped_open(ca_runtime *rt, const void *handle, void **out)
     setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     import im = {.rt = rt};
     uint64_t first = 0;
-    ca_rt_err e = connect(c, (struct sockaddr *)&sa, len) == 0 ? receive(c, &r, &im, &first)
-                                                                : rt->codes.invalid_value;
+    ca_rt_err e = connect(c, (struct sockaddr *)&sa, len) == 0 && answered_by(c, &r)
+                      ? receive(c, &r, &im, &first)
+                      : rt->codes.invalid_value;
     close(c);
     if (e != rt->codes.success)
         return e;

@@ -10,7 +10,6 @@
  * With IPC_IMPORT_FDS=N the importer first opens the block allowed only N descriptors more than
  * it holds: the simulator keeps one per imported mapping, so the open fails midway, and must
  * leave nothing mapped and no descriptor open (the simulator's counters tell). */
-#include <dirent.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/resource.h>
@@ -21,6 +20,7 @@
 #include "gpu_ipc.h"
 #include "ipc_peer.h"
 #include "ipc_wire.h"
+#include "open_fds.h"
 
 #define PIECE (2 << 20)
 #define TAG_WORDS 16
@@ -80,8 +80,6 @@ static long long imports_so_far(void)
     return (long long)c.vmm_imports;
 }
 
-static int open_fds(void);
-
 /* The open that runs out of descriptors midway (IPC_IMPORT_FDS). */
 static void open_short_of_fds(gpuIpcMemHandle_t h, int more)
 {
@@ -121,31 +119,6 @@ static int importer(const char *hex)
         put_tag(base, k, (uint32_t)k + 1 + WRITTEN_BACK);
     }
     CHECK(gpuIpcCloseMemHandle(base));
-    return 0;
-}
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-/* Whether this process is back to n descriptors within two seconds (the exporter's thread
- * closes the last connection after the importer has what it needs). */
-static int fds_back_to(int n)
-{
-    for (int i = 0; i < 200; i++) {
-        if (open_fds() == n)
-            return 1;
-        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-    }
-    fprintf(stderr, "exporter: %d descriptors open, %d before\n", open_fds(), n);
     return 0;
 }
 
@@ -239,7 +212,7 @@ static int exporter(int vanish)
     if (vanish) {
         kill(stalled, SIGKILL);
         EXPECT(waitpid(stalled, NULL, 0) == stalled);
-        EXPECT(fds_back_to(fds));
+        EXPECT(fds_back_to(fds, 2));
     }
     for (int k = 0; k < n; k++)
         EXPECT(has_tag(big, k, (uint32_t)k + 1 + WRITTEN_BACK));
