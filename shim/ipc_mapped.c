@@ -10,12 +10,10 @@
  * legacy import would give it, with the rest of those mappings around it as a legacy import
  * shows the rest of its allocation. A socket, not
  * pidfd_getfd, since that needs ptrace rights that containers and Yama withhold (PyTorch issue
- * 165685). The exporter answers from one thread of its own, started at its first such export,
- * and only to processes of its own user; the importer takes its answer only from the process
- * the record names (both by SO_PEERCRED). */
-#include <errno.h>
+ * 165685). The exporter answers each importer on a thread of its own, a few at once
+ * (ipc_serve.c), started at its first such export, and only to processes of its own user; the
+ * importer takes its answer only from the process the record names (both by SO_PEERCRED). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +29,7 @@
 
 #include "backend.h"
 #include "ipc_mapped.h"
+#include "ipc_serve.h"
 #include "ipc_wire.h"
 #include "process.h"
 
@@ -117,35 +116,81 @@ static ca_rt_err list_pieces(const record *r, listing *l)
     }
 }
 
+/* Chunks in flight at once, all importers together: Linux counts descriptors in flight against
+ * the sender's descriptor limit (often 1024), so concurrent importers must not multiply them. */
+#define IN_FLIGHT 4
+
+/* The chunks in flight, and the lock under which a chunk's descriptors are made, sent and
+ * closed: the exporter holds at most one chunk's at any time, however many importers ask. */
+static struct {
+    pthread_mutex_t lock, exporting;
+    pthread_cond_t back;
+    int taken;
+} flight = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void take_flight(void)
+{
+    pthread_mutex_lock(&flight.lock);
+    while (flight.taken >= IN_FLIGHT)
+        pthread_cond_wait(&flight.back, &flight.lock);
+    flight.taken++;
+    pthread_mutex_unlock(&flight.lock);
+}
+
+static void give_flight(void)
+{
+    pthread_mutex_lock(&flight.lock);
+    flight.taken--;
+    pthread_cond_signal(&flight.back);
+    pthread_mutex_unlock(&flight.lock);
+}
+
+/* Makes and sends chunk i's descriptors: 0, or -1 when the exchange ends. */
+static int send_chunk(int c, const listing *l, int i)
+{
+    int n = l->count - i < CA_IPC_CHUNK ? l->count - i : CA_IPC_CHUNK;
+    int fds[CA_IPC_CHUNK];
+    ca_ipc_chunk ch = {.status = l->rt->codes.success, .n = (uint32_t)n};
+    pthread_mutex_lock(&flight.exporting);
+    for (int k = 0; k < n; k++) {
+        fds[k] = ca_backend_export_fd(l->rt, l->dev, (void *)l->pc[i + k].addr);
+        if (fds[k] < 0) { /* unmapped since the listing: the block was freed */
+            ca_ipc_close_all(fds, k);
+            pthread_mutex_unlock(&flight.exporting);
+            ch = (ca_ipc_chunk){.status = l->rt->codes.invalid_value};
+            (void)ca_ipc_send(c, &ch, sizeof ch, NULL, 0);
+            return -1;
+        }
+        ch.size[k] = l->pc[i + k].size;
+    }
+    /* Never blocks long: the importer has at most the head and one chunk queued. */
+    int sent = ca_ipc_send(c, &ch, sizeof ch, fds, n);
+    ca_ipc_close_all(fds, n);
+    pthread_mutex_unlock(&flight.exporting);
+    return sent;
+}
+
 /* Sends the listed mappings in chunks. A chunk's descriptors are made just before it goes and
- * closed once it went, so the exporter holds at most a chunk's, and the next chunk waits for
- * the importer's acknowledgement, so at most a chunk's are in flight. An importer that went
- * away or stopped answering (the socket's timeouts) ends the exchange; what it did not
+ * closed once it went, and the next chunk waits for the importer's acknowledgement, so each
+ * importer has at most a chunk's in flight, and all of them IN_FLIGHT chunks' (what a chunk
+ * holds is given back at its acknowledgement, or when the exchange ends). An importer that
+ * went away or stopped answering (the socket's timeouts) ends the exchange; what it did not
  * receive the kernel closes with the socket. */
 static void send_pieces(int c, const listing *l)
 {
     for (int i = 0; i < l->count; i += CA_IPC_CHUNK) {
         ca_ipc_ack ack = 0;
-        if (i > 0 && (ca_ipc_recv(c, &ack, sizeof ack, NULL, 0) != 0 || ack != (uint32_t)i))
-            return;
-        int n = l->count - i < CA_IPC_CHUNK ? l->count - i : CA_IPC_CHUNK;
-        int fds[CA_IPC_CHUNK];
-        ca_ipc_chunk ch = {.status = l->rt->codes.success, .n = (uint32_t)n};
-        for (int k = 0; k < n; k++) {
-            fds[k] = ca_backend_export_fd(l->rt, l->dev, (void *)l->pc[i + k].addr);
-            if (fds[k] < 0) { /* unmapped since the listing: the block was freed */
-                ca_ipc_close_all(fds, k);
-                ch = (ca_ipc_chunk){.status = l->rt->codes.invalid_value};
-                (void)ca_ipc_send(c, &ch, sizeof ch, NULL, 0);
+        if (i > 0) {
+            int got = ca_ipc_recv(c, &ack, sizeof ack, NULL, 0);
+            give_flight();
+            if (got != 0 || ack != (uint32_t)i)
                 return;
-            }
-            ch.size[k] = l->pc[i + k].size;
         }
-        int sent = ca_ipc_send(c, &ch, sizeof ch, fds, n);
-        ca_ipc_close_all(fds, n);
-        if (sent != 0)
-            return;
+        take_flight();
+        if (send_chunk(c, l, i) != 0)
+            break;
     }
+    give_flight();
 }
 
 /* One importer's question, answered. Only the exporter's own user may ask: the same rule as
@@ -178,23 +223,6 @@ static void answer(int c)
     free(l.pc);
 }
 
-static void *serve(void *arg)
-{
-    int l = (int)(intptr_t)arg;
-    for (;;) {
-        int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK)
-                return NULL;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
-                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-            continue;
-        }
-        answer(c);
-        close(c);
-    }
-}
-
 /* Starts this process's server unless it runs: 0, or -1 when it cannot. */
 static int start_server(void)
 {
@@ -209,19 +237,14 @@ static int start_server(void)
         int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         rc = -1;
         server.nonce = nonce; /* before the thread that compares requests with it starts */
-        if (l >= 0 && bind(l, (struct sockaddr *)&sa, n) == 0 && listen(l, 64) == 0) {
-            /* The thread takes none of the program's signals. */
-            sigset_t all, old;
-            sigfillset(&all);
-            pthread_sigmask(SIG_SETMASK, &all, &old);
-            pthread_t t;
-            pthread_attr_t attr;
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            rc = pthread_create(&t, &attr, serve, (void *)(intptr_t)l) == 0 ? 0 : -1;
-            pthread_attr_destroy(&attr);
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
-        }
+        /* A child of fork: the parent's chunks in flight, and its locks, are not this
+         * process's. No thread here uses them yet, since this process serves nothing yet. */
+        pthread_mutex_init(&flight.lock, NULL);
+        pthread_mutex_init(&flight.exporting, NULL);
+        pthread_cond_init(&flight.back, NULL);
+        flight.taken = 0;
+        if (l >= 0 && bind(l, (struct sockaddr *)&sa, n) == 0 && listen(l, 64) == 0)
+            rc = ca_ipc_serve(l, answer);
         if (rc == 0)
             server.pid = getpid();
         else if (l >= 0)
