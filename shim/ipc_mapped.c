@@ -56,6 +56,10 @@ _Static_assert(offsetof(record, pid) == 16 && offsetof(record, nonce) == 24 &&
                    sizeof(request) == 56,
                "tests/integration/ipc_pieces.c speaks the exchange by hand with this layout");
 
+/* What every runtime answers for an invalid value (CUDA's, its driver's and HIP's codes are
+ * all 1): the answer to a request that names no runtime, or is no request at all. */
+#define INVALID_VALUE 1
+
 /* The exporter's server; another one after a fork, since its pid differs. */
 static struct {
     pthread_mutex_t lock;
@@ -89,7 +93,7 @@ static ca_rt_err list_pieces(const record *r, listing *l)
                                                                    : NULL;
     *l = (listing){rt, 0, 0, NULL};
     if (!rt)
-        return 1;
+        return INVALID_VALUE;
     ca_place at;
     if (!ca_locate(rt->arena, (void *)(uintptr_t)r->block, &at) || at.block != r->block)
         return rt->codes.invalid_value;
@@ -194,7 +198,9 @@ static void send_pieces(int c, const listing *l)
 }
 
 /* One importer's question, answered. Only the exporter's own user may ask: the same rule as
- * the driver's legacy IPC, which needs the exporting process's device files. */
+ * the driver's legacy IPC, which needs the exporting process's device files. Anything but a
+ * request for this server (another size, descriptors attached, another server's record) is
+ * answered INVALID_VALUE, as the importer under the cache would report it. */
 static void answer(int c)
 {
     struct ucred cr;
@@ -207,8 +213,11 @@ static void answer(int c)
     setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     request q;
     if (ca_ipc_recv(c, &q, sizeof q, NULL, 0) != 0 || memcmp(q.r.magic, magic, sizeof magic) ||
-        q.r.pid != (int32_t)getpid() || q.r.nonce != server.nonce)
+        q.r.pid != (int32_t)getpid() || q.r.nonce != server.nonce) {
+        ca_ipc_head no = {.status = INVALID_VALUE};
+        (void)ca_ipc_send(c, &no, sizeof no, NULL, 0);
         return;
+    }
     listing l;
     ca_ipc_head h = {.status = list_pieces(&q.r, &l)};
     bool ok = l.rt && h.status == l.rt->codes.success;
