@@ -323,10 +323,7 @@ static ca_rt_err map_chunk(import *im, const ca_ipc_chunk *ch, const int *fds)
 {
     const ca_rt_fns *f = &im->rt->fn;
     ca_rt_err ok = im->rt->codes.success, e = ok;
-    for (uint32_t i = 0; i < ch->n; i++) {
-        /* Sizes from another process: they must fit what the head announced. */
-        if (e == ok && (ch->size[i] == 0 || ch->size[i] > im->total - im->mapped))
-            e = im->rt->codes.invalid_value;
+    for (uint32_t i = 0; i < ch->n; i++) { /* sizes checked: ca_ipc_chunk_ok */
         void *h = NULL;
         if (e == ok)
             e = f->mem_import_handle(&h, (void *)(intptr_t)fds[i], CA_RT_HANDLE_POSIX_FD);
@@ -354,7 +351,7 @@ static ca_rt_err receive_pieces(int c, const ca_ipc_head *h, import *im)
         int n = ca_ipc_recv(c, &ch, sizeof ch, fds, CA_IPC_CHUNK);
         if (n < 0)
             return im->rt->codes.invalid_value;
-        if (ch.status != ok || ch.n != want || n != (int)want) {
+        if (ch.status != ok || !ca_ipc_chunk_ok(&ch, n, want, im->total - im->mapped)) {
             ca_ipc_close_all(fds, n);
             return ch.status != ok ? ch.status : im->rt->codes.invalid_value;
         }
@@ -387,8 +384,7 @@ static ca_rt_err receive(int c, const record *r, import *im, uint64_t *first)
         return rt->codes.invalid_value;
     if (h.status != ok)
         return h.status;
-    if (h.count == 0 || h.count > CA_IPC_MAX_PIECES || h.total == 0 || (size_t)h.total != h.total ||
-        h.first_offset >= h.total || r->size > h.total - h.first_offset)
+    if (!ca_ipc_head_ok(&h, r->size))
         return rt->codes.invalid_value;
     if (!f->mem_import_handle || !f->mem_address_reserve || !f->mem_map || !f->mem_release ||
         !f->mem_set_access || !f->mem_unmap || !f->mem_address_free || !f->device_ordinal)

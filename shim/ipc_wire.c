@@ -1,6 +1,8 @@
 /* Messages with descriptors attached (SCM_RIGHTS), with the checks both sides of the exchange
  * need: a message of another size, or one whose descriptors did not all arrive, is refused
- * whole, and whatever descriptors did arrive are closed, never leaked. */
+ * whole, and whatever descriptors did arrive are closed, never leaked; and what the importer
+ * checks in the exporter's answers before it acts on them. tests/fuzz/fuzz_ipc_wire.c feeds
+ * them arbitrary messages. */
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +15,26 @@ typedef union control {
     char buf[CMSG_SPACE(sizeof(int) * CA_IPC_CHUNK)];
     struct cmsghdr align;
 } control;
+
+bool ca_ipc_head_ok(const ca_ipc_head *h, uint64_t size)
+{
+    return h->count > 0 && h->count <= CA_IPC_MAX_PIECES && h->total > 0 &&
+           (size_t)h->total == h->total && h->first_offset < h->total &&
+           size <= h->total - h->first_offset;
+}
+
+bool ca_ipc_chunk_ok(const ca_ipc_chunk *ch, int fds, uint32_t want, uint64_t room)
+{
+    if (want > CA_IPC_CHUNK || ch->n != want || fds != (int)want)
+        return false;
+    for (uint32_t i = 0; i < want; i++) {
+        /* Sizes from another process: each whole mapping must fit what is left. */
+        if (ch->size[i] == 0 || ch->size[i] > room)
+            return false;
+        room -= ch->size[i];
+    }
+    return true;
+}
 
 int ca_ipc_send(int sock, const void *msg, size_t len, const int *fds, int n)
 {

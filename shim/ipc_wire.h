@@ -5,6 +5,7 @@
 #ifndef CACHEALLOC_SHIM_IPC_WIRE_H
 #define CACHEALLOC_SHIM_IPC_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,15 @@ typedef struct ca_ipc_chunk {
  * far, and the exporter sends no more until it has: no more than a chunk of descriptors is
  * ever in flight (Linux counts those against the sender's descriptor limit). */
 typedef uint32_t ca_ipc_ack;
+
+/* Whether a successful head may be acted on by an importer of a block of `size` bytes: a count
+ * within bounds, a total this process can reserve, and the block inside it. */
+bool ca_ipc_head_ok(const ca_ipc_head *h, uint64_t size);
+
+/* Whether a successful chunk that came with fds descriptors is the next of an exchange that
+ * awaits `want` mappings in it, with `room` bytes of the reservation left: want sizes and
+ * descriptors, every size nonzero, and all of them within room. */
+bool ca_ipc_chunk_ok(const ca_ipc_chunk *ch, int fds, uint32_t want, uint64_t room);
 
 /* Sends len bytes at msg as one message with the n descriptors at fds attached (n at most
  * CA_IPC_CHUNK): 0, or -1 when it did not go. The caller keeps its descriptors. */
