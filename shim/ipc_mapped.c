@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -415,15 +416,30 @@ static ca_rt_err receive(int c, const record *r, import *im, uint64_t *first)
     return ok;
 }
 
+/* Whether pid, as this process sees it, lives in this process's PID namespace. */
+static bool same_pid_namespace(pid_t pid)
+{
+    char path[64];
+    struct stat mine, theirs;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+    return stat("/proc/self/ns/pid", &mine) == 0 && stat(path, &theirs) == 0 &&
+           mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
 /* Whether the process listening at the other end of c is the record's exporter, of this
  * user. Any process may bind an abstract name, the exporter's too once it is gone: an importer
- * that asked it would map whatever descriptors it sent as the block. */
+ * that asked it would map whatever descriptors it sent as the block. The record's pid is the
+ * exporter's own view of it: where the two processes share a network namespace but not a PID
+ * namespace (containers of one pod), the peer's pid reads otherwise or 0 here, and the user
+ * alone decides, as it does for legacy IPC's device files. */
 static bool answered_by(int c, const record *r)
 {
     struct ucred cr;
     socklen_t len = sizeof cr;
-    return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof cr &&
-           cr.pid == (pid_t)r->pid && cr.uid == geteuid();
+    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof cr ||
+        cr.uid != geteuid())
+        return false;
+    return cr.pid == (pid_t)r->pid || cr.pid == 0 || !same_pid_namespace(cr.pid);
 }
 
 ca_rt_err ca_ipc_mapped_open(ca_runtime *rt, const void *handle, void **out)
