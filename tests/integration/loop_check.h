@@ -17,8 +17,9 @@
 #include "cachealloc.h"
 #include "simdev.h"
 
-/* The driver allocations one 64 MiB block may take: a plain segment, or a growth of expandable
- * memory in pieces of a 2 MiB page (CACHEALLOC_EXPANDABLE_PIECE's default). */
+/* The driver allocations one 64 MiB block may take: a plain segment, or one growth of
+ * expandable memory: a solo mapping by default (one handle, 64 MiB being CA_SOLO_MIN), at most
+ * 32 pieces of a 2 MiB page were it a shared growth. */
 #define LOOP_GROWTH_PIECES 32u
 
 static inline int loop_one_growth(unsigned long long n)
