@@ -235,6 +235,11 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
     printf("device_syncs_per_10k=%.2f\n",
            timed ? (double)(c1->device_syncs - c0->device_syncs) * 10000.0 / (double)timed
                  : 0.0);
+    /* The fences' share of the pairs' driver calls (the memsets record none). */
+    printf("events_recorded_per_10k=%.2f\nstream_waits_per_10k=%.2f\n",
+           timed ? (double)(c1->events_recorded - c0->events_recorded) * 10000.0 / (double)timed
+                 : 0.0,
+           timed ? (double)(c1->stream_waits - c0->stream_waits) * 10000.0 / (double)timed : 0.0);
     printf("total_driver_mallocs=%" PRIu64 "\n", c1->malloc_calls);
 }
 
