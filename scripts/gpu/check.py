@@ -389,12 +389,19 @@ def last_json(text):
     return None
 
 
+# The library programs of tests/gpu/: C programs linked with the shared runtime, then the
+# sorting loops built with nvcc (the static runtime), which print their result and median step
+# time as JSON on their last line.
+LIBRARIES = ("cublas", "cufft", "curand", "cudnn", "nccl", "thrust", "cub")
+
+
 def libraries(r, deadline):
     res = {}
-    for name in ("cublas", "cufft", "curand", "cudnn", "nccl"):
+    for name in LIBRARIES:
         prog = os.path.join(r.build, "tests", "gpu", "gpu-lib-" + name)
         if not os.path.exists(prog):
-            res[name] = {"status": "skipped", "why": "not built (header or library missing)"}
+            res[name] = {"status": "skipped", "why": "not built (%s missing where the pack was "
+                         "made)" % ("nvcc" if name in ("thrust", "cub") else "header or library")}
             continue
         res[name] = compare_runs(r, ([prog], r.env(False)), ([prog], r.env(True)), deadline, 60)
     # On the simulated driver they fail alike with and without the cache (docs/gpu.md); on a
@@ -641,13 +648,13 @@ def markdown(rep):
         if not f or key not in f:
             continue
         L += ["", "## %s: plainly and under the cache" % sec.capitalize(), "",
-              "| name | result | step s plain / cached | wall s plain / cached | served / hits / avoided |",
+              "| name | result | step ms plain / cached | wall s plain / cached | served / hits / avoided |",
               "|---|---|---|---|---|"]
         for n, v in f[key].items():
             c = v.get("cache") or {}
             L.append("| %s | %s | %s / %s | %s / %s | %s / %s / %s |" % (
                 n, v["status"] + ("" if v["status"] != "skipped" else ": " + str(v.get("why"))),
-                fmt_s(v.get("plain_step_s")), fmt_s(v.get("cached_step_s")),
+                fmt_ms(v.get("plain_step_s")), fmt_ms(v.get("cached_step_s")),
                 v.get("plain_wall_s", "-"), v.get("cached_wall_s", "-"),
                 c.get("served", "-"), c.get("hits", "-"), c.get("avoided", "-")))
     b = s.get("bench")
@@ -722,8 +729,10 @@ def markdown(rep):
     return "\n".join(L) + "\n"
 
 
-def fmt_s(x):
-    return "-" if x is None else "%.4f" % x
+def fmt_ms(x):
+    """A median step, given in seconds, in milliseconds: a sort of a few million keys takes a
+    fraction of one, which "%.4f" seconds would round to a digit or two."""
+    return "-" if x is None else "%.3f" % (x * 1e3)
 
 
 def print_summary(rep):
