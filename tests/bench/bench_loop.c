@@ -218,6 +218,8 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
     printf("cpu_us_per_pair=%.2f\n", timed ? cpu * 1e6 / (double)timed : 0.0);
     printf("peak_live_bytes=%lu\nhost_functions=%lu\n", atomic_load(&peak_live_bytes),
            host_fns);
+    if (o->sync_cache) /* beside the cache's: what the reference holds for the same loop */
+        printf("sync_cache_reserved_bytes=%zu\n", sync_cache_reserved());
     cachealloc_stats cs;
     if (cachealloc_get_stats(0, &cs))
         printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",

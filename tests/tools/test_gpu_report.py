@@ -132,5 +132,23 @@ class Markdown(unittest.TestCase):
         self.assertIn("| torch | same | 5.300 / 2.900 | 9.1 / 8.0 | - / - / - |", lines)
 
 
+class LoopTable(unittest.TestCase):
+    """The loops' table: both fence policies beside sync-cache, each as a share of the limit, and
+    what each holds."""
+
+    def test_policies_and_reserved_side_by_side(self):
+        loops = {"idle.sync.1": {"pairs_per_s": "100000", "sync_cache_reserved_bytes": "2097152"},
+                 "idle.cache.1": {"pairs_per_s": "150000",
+                                  "cache_peak_reserved_bytes": "4194304"},
+                 "idle.events.1": {"pairs_per_s": "50000",
+                                   "cache_peak_reserved_bytes": "3145728"},
+                 "idle.limit.1": {"pairs_per_s": "200000"},
+                 "idle.plain.1": {"pairs_per_s": "9000"}}
+        rep = {"mode": "real", "sections": {"bench": {
+            "status": "ok", "pairs": {}, "loops": loops, "replays": {}}}}
+        lines = check.markdown(rep).splitlines()
+        self.assertIn("| idle | 1 | 9000 | 100000 | 150000 | 50000 | 200000 | 50.0% | 75.0% | "
+                      "25.0% | 2.0 / 4.0 / 3.0 |", lines)
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
