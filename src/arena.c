@@ -1,5 +1,5 @@
 /* The arena's public face: devices, pools, the allocation ladder and the free path.
- * docs/arena.md explains the algorithm; arena_fence.c holds the reuse contract, and
+ * docs/arena.md explains the algorithm; reuse/fence.c holds the reuse contract, and
  * arena_segment.c the segments and their blocks. */
 #include <execinfo.h>
 #include <inttypes.h>

@@ -148,7 +148,7 @@ struct ca_device {
     uint64_t dying_stamp;
     bool sync_owed;           /* work done quietly needs a device synchronization (the
                                * fast path's end, a stream destroyed unwatched) before
-                               * fences and pools are trusted again: arena_quiet.c */
+                               * fences and pools are trusted again: reuse/quiet.c */
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
     ca_block *spare;          /* recycled block structs                      */
@@ -178,7 +178,7 @@ struct ca_arena {
     pthread_mutex_t devices_lock; /* creation of device slots               */
     ca_device *dev[CA_MAX_DEVICES];
     int ndev;
-    uint32_t quiet;               /* captures under way: no backend call (arena_quiet.c) */
+    uint32_t quiet;               /* captures under way: no backend call (reuse/quiet.c) */
 };
 
 /* arena_hot.h's casts: each head comes first. */
@@ -203,7 +203,7 @@ ca_device *ca_device_get(ca_arena *a, int dev);
  * device lock. */
 void ca_tc_return(ca_arena *a, int dev);
 
-/* arena_window.c. Under the lock: wait (dropping it meanwhile) until no mode switch runs. */
+/* reuse/window.c. Under the lock: wait (dropping it meanwhile) until no mode switch runs. */
 void ca_wait_switch(ca_device *d);
 /* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
  * the device is synchronized once, with allocations stopped, before any other stream may
@@ -424,7 +424,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
 /* Unmap every mapped page and free every reservation of d (the device is idle). */
 void ca_expand_teardown(ca_arena *a, ca_device *d);
 
-/* arena_fence.c: the reuse contract's bookkeeping. All under the device lock. */
+/* reuse/fence.c: the reuse contract's bookkeeping. All under the device lock. */
 static inline bool ca_fencing(const ca_arena *a, const ca_device *d)
 {
     return d->fenced && a->cfg.reuse == CA_REUSE_SAFE;
@@ -443,7 +443,7 @@ void ca_wait_all(ca_arena *a, ca_device *d);
 ca_event_t ca_event_get(ca_arena *a, ca_device *d);
 void ca_event_put(ca_device *d, ca_event_t ev);
 
-/* arena_quiet.c: no backend call while a stream capture is under way. */
+/* reuse/quiet.c: no backend call while a stream capture is under way. */
 static inline bool ca_quiet(const ca_arena *a)
 {
     return __atomic_load_n(&a->quiet, __ATOMIC_ACQUIRE) != 0;
@@ -457,7 +457,7 @@ static inline bool ca_hushed(const ca_arena *a, const ca_device *d)
  * synchronization) and returns false; when quiet, returns true where the device cannot serve
  * at all without the device (not ready, or its fast path ended unsynchronized). */
 bool ca_quiet_refuses(ca_arena *a, ca_device *d);
-/* arena_wait.c: before the ladder grows past pending memory, wait for it instead when the
+/* reuse/wait.c: before the ladder grows past pending memory, wait for it instead when the
  * cache already holds twice the working set. Call with round 0, 1, ... after each failed
  * search: true when it waited (search again), false when growing is the answer. Drops the lock
  * while it waits. */
