@@ -108,16 +108,17 @@ static ca_pool *pool_of(ca_device *d, ca_stream_t s)
 
 static void add_stream(ca_device *d, ca_stream_t s)
 {
-    for (int i = 0; i < d->nstreams; i++)
-        if (d->streams[i] == s)
+    for (int i = 0; i < d->reuse.nstreams; i++)
+        if (d->reuse.streams[i] == s)
             return;
-    ca_stream_t *n = ca_grow(d->streams, d->nstreams, &d->cap_streams, sizeof *n, 8);
+    ca_reuse *r = &d->reuse;
+    ca_stream_t *n = ca_grow(r->streams, r->nstreams, &r->cap_streams, sizeof *n, 8);
     if (!n) {
-        d->streams_lost = true;
+        d->reuse.streams_lost = true;
         return;
     }
-    d->streams = n;
-    d->streams[d->nstreams++] = s;
+    d->reuse.streams = n;
+    d->reuse.streams[d->reuse.nstreams++] = s;
 }
 
 /* A stream beside the default ones exists on d: the device leaves the single-stream fast
@@ -126,7 +127,7 @@ static void add_stream(ca_device *d, ca_stream_t s)
 static void other_stream(ca_arena *a, ca_device *d)
 {
     __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
-    if (!d->fenced)
+    if (!d->reuse.fenced)
         ca_fence_switch(a, d);
 }
 
@@ -140,7 +141,7 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
     if (!p)
         return NULL;
     p->stream = s;
-    p->safe_seq = d->free_seq;
+    p->safe_seq = d->reuse.free_seq;
     d->pools[d->npools++] = p;
     return d->last_pool = p;
 }
@@ -330,7 +331,7 @@ static ca_block *rung_pool(ladder *l)
 /* Rungs 2 and 3: completed fences and pool events free their blocks, then the search. */
 static ca_block *rung_poll(ladder *l)
 {
-    if (ca_fencing(l->a, l->d)) {
+    if (ca_reuse_fencing(&l->d->reuse, &l->a->cfg)) {
         ca_fence_poll(l->a, l->d);
         ca_pools_poll(l->a, l->d);
     }
@@ -354,7 +355,7 @@ static ca_block *rung_wait(ladder *l)
 {
     if (l->a->tc_on)
         return_kept_locked(l->a, l->d);
-    if (!ca_fencing(l->a, l->d))
+    if (!ca_reuse_fencing(&l->d->reuse, &l->a->cfg))
         return NULL;
     ca_wait_all(l->a, l->d);
     return search(l);
@@ -452,12 +453,12 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
     int depth = a->hooks && a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
 
     ca_lock_acquire(&d->lock);
-    if (__atomic_load_n(&d->switching, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&d->reuse.switching, __ATOMIC_RELAXED))
         ca_wait_switch(d);
     for (int i = 0; i < nspill; i++)
         free_kept_locked(a, d, &spill[i]);
     bool hit = false, full = false, driver_failed = false;
-    if ((ca_quiet(a) || d->sync_owed) && ca_quiet_refuses(a, d)) {
+    if ((ca_quiet(a) || d->reuse.sync_owed) && ca_quiet_refuses(a, d)) {
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
     }
@@ -475,7 +476,8 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
         if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
             if (s != CA_STREAM_LEGACY)
                 other_stream(a, d);
-            if (d->sync_owed && !d->fenced) /* quiet: the switch waits for the capture */
+            /* quiet: the switch waits for the capture */
+            if (d->reuse.sync_owed && !d->reuse.fenced)
                 p = NULL;
             else if (!(p = pool_of(d, s)))
                 p = pool_new(d, s);
@@ -483,7 +485,8 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
         if (!p) {
             rc = CA_ERR_OOM;
         } else {
-            if (d->pend_tail && ca_fencing(a, d) && a->cfg.fences == CA_FENCES_EVENTS)
+            if (d->reuse.pend_tail && ca_reuse_fencing(&d->reuse, &a->cfg) &&
+                a->cfg.fences == CA_FENCES_EVENTS)
                 ca_fence_record(a, d);
             if ((b = ca_fast_pop(d, p, rounded, ca_bin_of(rounded))) != NULL) {
                 hit = true;
@@ -633,7 +636,7 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
     if (a->hooks && a->cfg.trace)
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_FREE, d->id, ptr, b->requested, s);
     if (a->cfg.pool == CA_POOL_NONE && ca_quiet(a))
-        d->sync_owed = true; /* its segment goes back once the capture is over */
+        d->reuse.sync_owed = true; /* its segment goes back once the capture is over */
     else if (a->cfg.pool == CA_POOL_NONE) {
         ca_segment *seg = b->seg;
         b->state = BLOCK_FREE;
@@ -649,10 +652,10 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
     /* A stream the arena was never told about ends the single-stream fast path here too. */
     if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY)
         other_stream(a, d);
-    b->free_seq = ++d->free_seq;
+    b->free_seq = ++d->reuse.free_seq;
     ca_pool *p = b->seg->pool;
     bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
-    if ((!ca_fencing(a, d) && !d->sync_owed) || same_stream) {
+    if ((!ca_reuse_fencing(&d->reuse, &a->cfg) && !d->reuse.sync_owed) || same_stream) {
         if (!ca_fast_push(d, p, b))
             ca_block_free(d, b);
         if (same_stream) {
@@ -814,17 +817,17 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
      * blocks, kept by itself, stay ordered by it. */
     if (s != CA_STREAM_LEGACY)
         other_stream(a, d);
-    else if (!d->fenced)
+    else if (!d->reuse.fenced)
         ca_fence_switch(a, d);
     ca_lock_release(&d->lock);
 }
 
 static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
 {
-    ca_dying *n = ca_grow(d->dying, d->ndying, &d->cap_dying, sizeof *n, 4);
+    ca_dying *n = ca_grow(d->reuse.dying, d->reuse.ndying, &d->reuse.cap_dying, sizeof *n, 4);
     if (!n)
         return false;
-    d->dying = n;
+    d->reuse.dying = n;
     ca_event_t ev = ca_event_get(a, d);
     if (!ev)
         return false;
@@ -832,7 +835,7 @@ static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
         ca_event_put(d, ev);
         return false;
     }
-    d->dying[d->ndying++] = (ca_dying){ev, ++d->dying_stamp, false};
+    d->reuse.dying[d->reuse.ndying++] = (ca_dying){ev, ++d->reuse.dying_stamp, false};
     return true;
 }
 
@@ -844,18 +847,18 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
     ca_lock_acquire(&d->lock);
     /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
     __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < d->nstreams; i++) {
-        if (d->streams[i] == s) {
-            d->streams[i] = d->streams[--d->nstreams];
+    for (int i = 0; i < d->reuse.nstreams; i++) {
+        if (d->reuse.streams[i] == s) {
+            d->reuse.streams[i] = d->reuse.streams[--d->reuse.nstreams];
             break;
         }
     }
     ca_pool *p = pool_of(d, s);
-    if (ca_fencing(a, d)) {
+    if (ca_reuse_fencing(&d->reuse, &a->cfg)) {
         /* Work queued on s before its destruction may still run: later fences, which no longer
          * include s, are trusted only once this event completed. */
         if (ca_quiet(a))
-            d->sync_owed = true; /* cannot watch s now: a synchronization after the capture */
+            d->reuse.sync_owed = true; /* cannot watch s now: a synchronization after the capture */
         else if (a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
             ; /* idle: nothing queued on it can touch memory any more */
         else if (!track_dying(a, d, s))
@@ -868,13 +871,13 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
         if (d->last_pool == p)
             d->last_pool = NULL;
         ca_pool_consolidate(d, p);
-        for (int small = 0; small < 2 && ca_fencing(a, d); small++) {
+        for (int small = 0; small < 2 && ca_reuse_fencing(&d->reuse, &a->cfg); small++) {
             ca_bins *bins = ca_pool_bins(p, small);
             for (uint32_t c = 0; c < CA_BIN_COUNT; c++) {
                 while (bins->head[c]) {
                     ca_block *b = bins->head[c];
                     ca_block_unfree(d, b);
-                    b->free_seq = ++d->free_seq;
+                    b->free_seq = ++d->reuse.free_seq;
                     ca_pend(d, b);
                 }
             }

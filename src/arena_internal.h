@@ -11,6 +11,7 @@
 #include "arena_hot.h"
 #include "arena_lock.h"
 #include "arena_map.h"
+#include "reuse/reuse.h"
 
 #define CA_ROUND 512u                     /* every block is a multiple of this    */
 #define CA_SMALL_MAX (1u << 20)           /* up to here: the small pool          */
@@ -93,22 +94,6 @@ struct ca_pool {
     ca_segment *range[2];     /* its newest expandable segment, [1] for small blocks */
 };
 
-/* A fence: events on every live stream of a device, covering a batch of plain frees. */
-typedef struct ca_fence {
-    struct ca_fence *next;
-    uint64_t max_seq;         /* covers pending blocks with free_seq <= max_seq */
-    uint64_t dying_upto;      /* streams destroyed before it (not in its events) */
-    int nev;
-    ca_event_t ev[];          /* nev events                                  */
-} ca_fence;
-
-/* A destroyed stream whose last work may still run: its final event. */
-typedef struct ca_dying {
-    ca_event_t ev;
-    uint64_t stamp;           /* order of destruction: what a device sync covers */
-    bool done;
-} ca_dying;
-
 struct ca_device {
     ca_device_hot hot;        /* first: streams_seen, stream_epoch           */
     ca_lock lock;
@@ -118,10 +103,6 @@ struct ca_device {
     uint64_t idle_calls;
     uint64_t idle_since_ns;
     bool ready;               /* limit computed, preallocation done          */
-    bool fenced;              /* left the single-stream fast path            */
-    uint32_t switching;       /* a device synchronization that stops allocations runs: the
-                               * mode switch, or a starved allocation's (a futex word) */
-    uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
     uint64_t limit;           /* effective CACHEALLOC_LIMIT in bytes, 0 none */
     uint64_t release_threshold;
     ca_map live;              /* allocated blocks by address                 */
@@ -132,25 +113,7 @@ struct ca_device {
     ca_segment **segs;        /* sorted by base                              */
     int nsegs, cap_segs;
     ca_segment *whole;        /* wholly free segments                        */
-    /* Plain frees waiting for a fence: the unfenced list, then recorded fences (FIFO). */
-    ca_block *pend_head, *pend_tail;
-    uint64_t unfenced_max_seq;
-    ca_fence *fence_head, *fence_tail;
-    uint64_t free_seq;        /* device-wide free counter                    */
-    uint64_t synced_seq;      /* frees up to here completed (device synchronized) */
-    ca_stream_t *streams;     /* live streams in the fence set               */
-    int nstreams, cap_streams;
-    /* A non-blocking stream could not be added to `streams` (no host memory): no fence can
-     * cover it, so none is taken, and frees wait for a device synchronization. */
-    bool streams_lost;
-    ca_dying *dying;
-    int ndying, cap_dying;
-    uint64_t dying_stamp;
-    bool sync_owed;           /* work done quietly needs a device synchronization (the
-                               * fast path's end, a stream destroyed unwatched) before
-                               * fences and pools are trusted again: reuse/quiet.c */
-    ca_event_t *events;       /* idle events for reuse                       */
-    int nevents, cap_events;
+    ca_reuse reuse;           /* the reuse contract's state: reuse/reuse.h   */
     ca_block *spare;          /* recycled block structs                      */
     /* Expandable segments: the page size and reservation size, found at first use. */
     size_t vmm_page;
@@ -203,24 +166,6 @@ ca_device *ca_device_get(ca_arena *a, int dev);
  * device lock. */
 void ca_tc_return(ca_arena *a, int dev);
 
-/* reuse/window.c. Under the lock: wait (dropping it meanwhile) until no mode switch runs. */
-void ca_wait_switch(ca_device *d);
-/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
- * the device is synchronized once, with allocations stopped, before any other stream may
- * receive them (owed until after a capture when quiet). Drops the lock meanwhile. */
-void ca_fence_switch(ca_arena *a, ca_device *d);
-
-/* Drop the device lock around a blocking backend call. A device reset waits until no thread
- * is inside such a window, so the pools and detached segments a window holds stay valid. */
-static inline void ca_window_begin(ca_device *d)
-{
-    d->windows++;
-    ca_lock_release(&d->lock);
-}
-
-/* Take the lock back after a window, first waiting out a mode switch that began meanwhile
- * (blocks freed before it are not safe until its device synchronization returned). */
-void ca_window_end(ca_device *d);
 static inline ca_device *ca_device_peek(ca_arena *a, int dev)
 {
     if (dev < 0 || dev >= CA_MAX_DEVICES)
@@ -424,44 +369,11 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
 /* Unmap every mapped page and free every reservation of d (the device is idle). */
 void ca_expand_teardown(ca_arena *a, ca_device *d);
 
-/* reuse/fence.c: the reuse contract's bookkeeping. All under the device lock. */
-static inline bool ca_fencing(const ca_arena *a, const ca_device *d)
-{
-    return d->fenced && a->cfg.reuse == CA_REUSE_SAFE;
-}
-bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
-void ca_pend(ca_device *d, ca_block *b);
-bool ca_fence_record(ca_arena *a, ca_device *d);
-void ca_wait_device(ca_arena *a, ca_device *d);
-/* ca_wait_device while the device's other allocations wait: its caller is served first. */
-void ca_wait_device_alone(ca_arena *a, ca_device *d);
-bool ca_fence_poll(ca_arena *a, ca_device *d);
-void ca_pools_poll(ca_arena *a, ca_device *d);
-void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
-void ca_complete_upto(ca_device *d, uint64_t seq);
-void ca_wait_all(ca_arena *a, ca_device *d);
-ca_event_t ca_event_get(ca_arena *a, ca_device *d);
-void ca_event_put(ca_device *d, ca_event_t ev);
-
-/* reuse/quiet.c: no backend call while a stream capture is under way. */
+/* Whether a stream capture is under way: the arena makes no backend call (reuse/quiet.c). */
 static inline bool ca_quiet(const ca_arena *a)
 {
     return __atomic_load_n(&a->quiet, __ATOMIC_ACQUIRE) != 0;
 }
-/* Whether fences and pool events must be left alone: quiet, or a synchronization is owed. */
-static inline bool ca_hushed(const ca_arena *a, const ca_device *d)
-{
-    return ca_quiet(a) || d->sync_owed;
-}
-/* At an allocation, under the lock: when not quiet, pays what is owed (a device
- * synchronization) and returns false; when quiet, returns true where the device cannot serve
- * at all without the device (not ready, or its fast path ended unsynchronized). */
-bool ca_quiet_refuses(ca_arena *a, ca_device *d);
-/* reuse/wait.c: before the ladder grows past pending memory, wait for it instead when the
- * cache already holds twice the working set. Call with round 0, 1, ... after each failed
- * search: true when it waited (search again), false when growing is the answer. Drops the lock
- * while it waits. */
-bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round);
 
 /* percent% of total, as CACHEALLOC_LIMIT=75% and the release threshold's percentages mean. */
 static inline uint64_t ca_share_of(uint64_t total, unsigned percent)

@@ -101,7 +101,7 @@ static ca_block *collect_pages(ca_device *d, uint64_t want, bool may_sync, uint6
                 continue;
             uintptr_t lo, hi;
             /* Free since before the last device synchronization: the device is done with it. */
-            bool proven = b->free_seq <= d->synced_seq;
+            bool proven = b->free_seq <= d->reuse.synced_seq;
             if ((!proven && !may_sync) || !whole_mappings(s, b, page, want - *got, &lo, &hi))
                 continue;
             ca_block *piece = carve(d, b, lo, hi);
@@ -174,7 +174,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
     if (v) {
         /* Unmapping under running work faults on a GPU; the pieces are out of every list, so
          * no one can allocate them meanwhile. */
-        uint64_t token = d->free_seq;
+        uint64_t token = d->reuse.free_seq;
         if (unproven)
             d->st.device_syncs++;
         __atomic_store_n(&d->unmapping, d->unmapping + 1, __ATOMIC_RELAXED);

@@ -14,16 +14,16 @@
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {
     const ca_pool *p = seg->pool;
-    if (!ca_fencing(a, d) || p->plain || p->dead)
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg) || p->plain || p->dead)
         return true;
-    uint64_t safe = p->safe_seq > d->synced_seq ? p->safe_seq : d->synced_seq;
+    uint64_t safe = p->safe_seq > d->reuse.synced_seq ? p->safe_seq : d->reuse.synced_seq;
     return seg->first->free_seq <= safe;
 }
 
 ca_event_t ca_event_get(ca_arena *a, ca_device *d)
 {
-    if (d->nevents > 0)
-        return d->events[--d->nevents];
+    if (d->reuse.nevents > 0)
+        return d->reuse.events[--d->reuse.nevents];
     ca_event_t ev = NULL;
     if (a->be.event_create(a->be.ctx, d->id, &ev) != CA_OK)
         return NULL;
@@ -32,37 +32,37 @@ ca_event_t ca_event_get(ca_arena *a, ca_device *d)
 
 void ca_event_put(ca_device *d, ca_event_t ev)
 {
-    ca_event_t *n = ca_grow(d->events, d->nevents, &d->cap_events, sizeof *n, 16);
+    ca_event_t *n = ca_grow(d->reuse.events, d->reuse.nevents, &d->reuse.cap_events, sizeof *n, 16);
     if (!n)
         return; /* leaks one event handle rather than failing a free */
-    d->events = n;
-    d->events[d->nevents++] = ev;
+    d->reuse.events = n;
+    d->reuse.events[d->reuse.nevents++] = ev;
 }
 
 void ca_pend(ca_device *d, ca_block *b)
 {
     b->state = BLOCK_PENDING;
     b->lnext = NULL;
-    b->lprev = d->pend_tail;
-    if (d->pend_tail)
-        d->pend_tail->lnext = b;
+    b->lprev = d->reuse.pend_tail;
+    if (d->reuse.pend_tail)
+        d->reuse.pend_tail->lnext = b;
     else
-        d->pend_head = b;
-    d->pend_tail = b;
-    d->unfenced_max_seq = b->free_seq;
+        d->reuse.pend_head = b;
+    d->reuse.pend_tail = b;
+    d->reuse.unfenced_max_seq = b->free_seq;
     d->st.pending_bytes += b->size;
 }
 
 /* Pending blocks freed up to seq become free blocks of their pools. */
 static void release_pending(ca_device *d, uint64_t seq)
 {
-    while (d->pend_head && d->pend_head->free_seq <= seq) {
-        ca_block *b = d->pend_head;
-        d->pend_head = b->lnext;
-        if (d->pend_head)
-            d->pend_head->lprev = NULL;
+    while (d->reuse.pend_head && d->reuse.pend_head->free_seq <= seq) {
+        ca_block *b = d->reuse.pend_head;
+        d->reuse.pend_head = b->lnext;
+        if (d->reuse.pend_head)
+            d->reuse.pend_head->lprev = NULL;
         else
-            d->pend_tail = NULL;
+            d->reuse.pend_tail = NULL;
         b->lnext = b->lprev = NULL;
         ca_assert(b->state == BLOCK_PENDING && d->st.pending_bytes >= b->size);
         d->st.pending_bytes -= b->size;
@@ -73,31 +73,31 @@ static void release_pending(ca_device *d, uint64_t seq)
 
 static uint64_t fenced_upto(const ca_device *d)
 {
-    return d->fence_tail ? d->fence_tail->max_seq : 0;
+    return d->reuse.fence_tail ? d->reuse.fence_tail->max_seq : 0;
 }
 
 bool ca_fence_record(ca_arena *a, ca_device *d)
 {
-    if (ca_hushed(a, d) || d->streams_lost)
+    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)) || d->reuse.streams_lost)
         return false;
-    if (!d->pend_tail || d->unfenced_max_seq <= fenced_upto(d) ||
-        d->unfenced_max_seq <= d->synced_seq)
+    if (!d->reuse.pend_tail || d->reuse.unfenced_max_seq <= fenced_upto(d) ||
+        d->reuse.unfenced_max_seq <= d->reuse.synced_seq)
         return true;
-    int want = 1 + d->nstreams;
+    int want = 1 + d->reuse.nstreams;
     ca_fence *f = malloc(sizeof *f + (size_t)want * sizeof(ca_event_t));
     if (!f)
         return false;
     f->next = NULL;
-    f->max_seq = d->unfenced_max_seq;
-    f->dying_upto = d->dying_stamp;
+    f->max_seq = d->reuse.unfenced_max_seq;
+    f->dying_upto = d->reuse.dying_stamp;
     f->nev = 0;
     /* The legacy stream's event also covers every blocking stream, per-thread ones included.
      * A created stream found idle now has finished everything queued before these frees: it
      * needs no event, and an event costs the driver more than a query (an idle stream is the
      * common case beside a busy one). A fence missing one stream that was busy would complete
      * too early: all those events or no fence. */
-    for (int i = -1; i < d->nstreams; i++) {
-        ca_stream_t s = i < 0 ? CA_STREAM_LEGACY : d->streams[i];
+    for (int i = -1; i < d->reuse.nstreams; i++) {
+        ca_stream_t s = i < 0 ? CA_STREAM_LEGACY : d->reuse.streams[i];
         if (i >= 0 && a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
             continue;
         ca_event_t ev = ca_event_get(a, d);
@@ -112,11 +112,11 @@ bool ca_fence_record(ca_arena *a, ca_device *d)
         f->ev[f->nev++] = ev;
     }
     d->st.fences++;
-    if (d->fence_tail)
-        d->fence_tail->next = f;
+    if (d->reuse.fence_tail)
+        d->reuse.fence_tail->next = f;
     else
-        d->fence_head = f;
-    d->fence_tail = f;
+        d->reuse.fence_head = f;
+    d->reuse.fence_tail = f;
     return true;
 }
 
@@ -127,38 +127,38 @@ static bool dying_done(ca_arena *a, ca_device *d, uint64_t upto)
 {
     bool all = true;
     int kept = 0;
-    for (int i = 0; i < d->ndying; i++) {
-        ca_dying *x = &d->dying[i];
+    for (int i = 0; i < d->reuse.ndying; i++) {
+        ca_dying *x = &d->reuse.dying[i];
         if (x->done || a->be.event_query(a->be.ctx, d->id, x->ev) > 0) {
             ca_event_put(d, x->ev);
             continue;
         }
         if (x->stamp <= upto)
             all = false;
-        d->dying[kept++] = *x;
+        d->reuse.dying[kept++] = *x;
     }
-    d->ndying = kept;
+    d->reuse.ndying = kept;
     return all;
 }
 
 static void fence_pop(ca_device *d)
 {
-    ca_fence *f = d->fence_head;
+    ca_fence *f = d->reuse.fence_head;
     for (int i = 0; i < f->nev; i++)
         ca_event_put(d, f->ev[i]);
-    d->fence_head = f->next;
-    if (!d->fence_head)
-        d->fence_tail = NULL;
+    d->reuse.fence_head = f->next;
+    if (!d->reuse.fence_head)
+        d->reuse.fence_tail = NULL;
     free(f);
 }
 
 bool ca_fence_poll(ca_arena *a, ca_device *d)
 {
     bool any = false;
-    if (ca_hushed(a, d))
+    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)))
         return false;
-    while (d->fence_head) {
-        ca_fence *f = d->fence_head;
+    while (d->reuse.fence_head) {
+        ca_fence *f = d->reuse.fence_head;
         if (!dying_done(a, d, f->dying_upto))
             return any;
         for (; f->nev > 0; f->nev--) {
@@ -200,7 +200,7 @@ static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
  * while a thread is in an unlocked window: it may hold the pool. */
 static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
 {
-    if (!p->dead || p->nsegs > 0 || d->windows > 0)
+    if (!p->dead || p->nsegs > 0 || d->reuse.windows > 0)
         return false;
     if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) <= 0)
         return false; /* its event is still queued: keep the handle out of reuse */
@@ -214,7 +214,7 @@ static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
 
 void ca_pools_poll(ca_arena *a, ca_device *d)
 {
-    if (ca_hushed(a, d))
+    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)))
         return;
     int kept = 0;
     for (int i = 0; i < d->npools; i++) {
@@ -228,7 +228,8 @@ void ca_pools_poll(ca_arena *a, ca_device *d)
 
 void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p)
 {
-    if (!ca_fencing(a, d) || p->ev_inflight || ca_hushed(a, d))
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg) || p->ev_inflight ||
+        ca_reuse_hushed(&d->reuse, ca_quiet(a)))
         return; /* quiet: the pool's blocks wait for its next free or poll after the capture */
     if (!p->ev) {
         p->ev = ca_event_get(a, d);
@@ -245,9 +246,9 @@ void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p)
 
 void ca_complete_upto(ca_device *d, uint64_t seq)
 {
-    if (seq > d->synced_seq)
-        d->synced_seq = seq;
-    while (d->fence_head && d->fence_head->max_seq <= seq)
+    if (seq > d->reuse.synced_seq)
+        d->reuse.synced_seq = seq;
+    while (d->reuse.fence_head && d->reuse.fence_head->max_seq <= seq)
         fence_pop(d);
     release_pending(d, seq);
     for (int i = 0; i < d->npools; i++)
@@ -262,27 +263,27 @@ static void wait_device(ca_arena *a, ca_device *d, bool alone)
 {
     if (ca_quiet(a))
         return;
-    uint64_t token = d->free_seq, dying = d->dying_stamp;
+    uint64_t token = d->reuse.free_seq, dying = d->reuse.dying_stamp;
     d->st.device_syncs++;
     if (alone)
-        __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&d->reuse.switching, 1, __ATOMIC_RELEASE);
     ca_window_begin(d);
     int rc = a->be.device_synchronize(a->be.ctx, d->id);
     if (alone) {
         /* Not ca_window_end: it would wait for this very switch. */
         ca_lock_acquire(&d->lock);
-        __atomic_store_n(&d->switching, 0, __ATOMIC_RELEASE);
-        ca_futex_wake_all(&d->switching);
-        if (--d->windows == 0)
-            ca_futex_wake_all(&d->windows);
+        __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
+        ca_futex_wake_all(&d->reuse.switching);
+        if (--d->reuse.windows == 0)
+            ca_futex_wake_all(&d->reuse.windows);
     } else {
         ca_window_end(d);
     }
     if (rc == CA_OK) {
         ca_complete_upto(d, token);
-        for (int i = 0; i < d->ndying; i++)
-            if (d->dying[i].stamp <= dying)
-                d->dying[i].done = true;
+        for (int i = 0; i < d->reuse.ndying; i++)
+            if (d->reuse.dying[i].stamp <= dying)
+                d->reuse.dying[i].done = true;
     }
 }
 
@@ -304,7 +305,7 @@ void ca_wait_all(ca_arena *a, ca_device *d)
             ca_async_freed(a, d, d->pools[i]);
     /* Copy what to wait for, then wait unlocked: a handle recycled meanwhile only makes the
      * wait longer, never shorter than the work it covered. */
-    int n = d->ndying + d->npools + (d->fence_tail ? d->fence_tail->nev : 0);
+    int n = d->reuse.ndying + d->npools + (d->reuse.fence_tail ? d->reuse.fence_tail->nev : 0);
     if (n == 0)
         return;
     ca_event_t *evs = malloc((size_t)n * sizeof *evs);
@@ -313,14 +314,14 @@ void ca_wait_all(ca_arena *a, ca_device *d)
         return;
     }
     int k = 0;
-    for (int i = 0; i < d->ndying; i++)
-        evs[k++] = d->dying[i].ev;
+    for (int i = 0; i < d->reuse.ndying; i++)
+        evs[k++] = d->reuse.dying[i].ev;
     for (int i = 0; i < d->npools; i++)
         if (d->pools[i]->ev_inflight)
             evs[k++] = d->pools[i]->ev;
-    if (d->fence_tail)
-        for (int i = 0; i < d->fence_tail->nev; i++)
-            evs[k++] = d->fence_tail->ev[i];
+    if (d->reuse.fence_tail)
+        for (int i = 0; i < d->reuse.fence_tail->nev; i++)
+            evs[k++] = d->reuse.fence_tail->ev[i];
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
         a->be.event_synchronize(a->be.ctx, d->id, evs[i]);

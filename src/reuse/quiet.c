@@ -15,9 +15,9 @@
 static bool wait_windows(ca_arena *a, ca_device *d, void *ctx)
 {
     (void)a, (void)ctx;
-    for (uint32_t w; (w = d->windows) != 0;) {
+    for (uint32_t w; (w = d->reuse.windows) != 0;) {
         ca_lock_release(&d->lock);
-        ca_futex_wait(&d->windows, w);
+        ca_futex_wait(&d->reuse.windows, w);
         ca_lock_acquire(&d->lock);
     }
     return false;
@@ -38,8 +38,8 @@ void ca_quiet_end(ca_arena *a)
  * be in use, and fences recorded after a stream's unwatched destruction prove nothing. */
 static void settle(ca_arena *a, ca_device *d)
 {
-    d->sync_owed = false;
-    if (!d->fenced && a->cfg.pool != CA_POOL_NONE) {
+    d->reuse.sync_owed = false;
+    if (!d->reuse.fenced && a->cfg.pool != CA_POOL_NONE) {
         ca_fence_switch(a, d);
         return;
     }
@@ -57,9 +57,9 @@ static void settle(ca_arena *a, ca_device *d)
 bool ca_quiet_refuses(ca_arena *a, ca_device *d)
 {
     if (!ca_quiet(a)) {
-        if (d->sync_owed)
+        if (d->reuse.sync_owed)
             settle(a, d);
         return false;
     }
-    return !d->ready || (d->sync_owed && !d->fenced);
+    return !d->ready || (d->reuse.sync_owed && !d->reuse.fenced);
 }

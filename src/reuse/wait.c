@@ -30,7 +30,7 @@ static bool within_budget(const ca_device *d, size_t rounded)
 static uint64_t seq_covering(const ca_device *d, uint64_t need)
 {
     uint64_t sum = 0;
-    for (const ca_block *b = d->pend_head; b; b = b->lnext)
+    for (const ca_block *b = d->reuse.pend_head; b; b = b->lnext)
         if ((sum += b->size) >= need || !b->lnext)
             return b->free_seq;
     return 0;
@@ -40,7 +40,7 @@ static uint64_t seq_covering(const ca_device *d, uint64_t need)
  * one that could not be recorded). */
 static ca_fence *fence_covering(const ca_device *d, uint64_t seq)
 {
-    for (ca_fence *f = d->fence_head; f; f = f->next)
+    for (ca_fence *f = d->reuse.fence_head; f; f = f->next)
         if (f->max_seq >= seq)
             return f;
     return NULL;
@@ -80,16 +80,16 @@ static void wait_event(ca_arena *a, ca_device *d, ca_event_t ev)
 static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
 {
     ca_event_t stack[WAIT_STACK], *evs = stack;
-    int n = f->nev + d->ndying;
+    int n = f->nev + d->reuse.ndying;
     if (n > WAIT_STACK && !(evs = malloc((size_t)n * sizeof *evs)))
         return false;
     uint64_t upto = f->max_seq;
     int k = 0;
     for (int i = 0; i < f->nev; i++)
         evs[k++] = f->ev[i];
-    for (int i = 0; i < d->ndying; i++)
-        if (!d->dying[i].done && d->dying[i].stamp <= f->dying_upto)
-            evs[k++] = d->dying[i].ev;
+    for (int i = 0; i < d->reuse.ndying; i++)
+        if (!d->reuse.dying[i].done && d->reuse.dying[i].stamp <= f->dying_upto)
+            evs[k++] = d->reuse.dying[i].ev;
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
         wait_event(a, d, evs[i]);
@@ -97,13 +97,13 @@ static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
     if (evs != stack)
         free(evs);
     ca_fence_poll(a, d);
-    return !d->fence_head || d->fence_head->max_seq > upto;
+    return !d->reuse.fence_head || d->reuse.fence_head->max_seq > upto;
 }
 
 bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round)
 {
-    if (!ca_fencing(a, d) || !d->pend_head || round > ROUND_ALONE ||
-        within_budget(d, rounded) || ca_hushed(a, d))
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg) || !d->reuse.pend_head || round > ROUND_ALONE ||
+        within_budget(d, rounded) || ca_reuse_hushed(&d->reuse, ca_quiet(a)))
         return false;
     if (round == ROUND_ALONE) {
         ca_wait_device_alone(a, d);
