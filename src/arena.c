@@ -1,5 +1,6 @@
 /* The arena's public face: devices, pools, the allocation ladder and the free path.
- * docs/arena.md explains the algorithm; reuse/fence.c holds the reuse contract, and
+ * docs/arena.md explains the algorithm; src/reuse/ holds the reuse contract (what a freed
+ * block waits for before it is handed out again, asked through reuse/reuse.h), and
  * arena_segment.c the segments and their blocks. */
 #include <execinfo.h>
 #include <inttypes.h>
@@ -106,31 +107,6 @@ static ca_pool *pool_of(ca_device *d, ca_stream_t s)
     return NULL;
 }
 
-static void add_stream(ca_device *d, ca_stream_t s)
-{
-    for (int i = 0; i < d->reuse.nstreams; i++)
-        if (d->reuse.streams[i] == s)
-            return;
-    ca_reuse *r = &d->reuse;
-    ca_stream_t *n = ca_grow(r->streams, r->nstreams, &r->cap_streams, sizeof *n, 8);
-    if (!n) {
-        d->reuse.streams_lost = true;
-        return;
-    }
-    d->reuse.streams = n;
-    d->reuse.streams[d->reuse.nstreams++] = s;
-}
-
-/* A stream beside the default ones exists on d: the device leaves the single-stream fast
- * path, and a block a thread keeps from a plain free may have been used on that stream, so
- * thread caches give such blocks back to the fences. */
-static void other_stream(ca_arena *a, ca_device *d)
-{
-    __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
-    if (!d->reuse.fenced)
-        ca_fence_switch(a, d);
-}
-
 static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 {
     ca_pool **n = ca_grow(d->pools, d->npools, &d->cap_pools, sizeof *n, 8);
@@ -141,7 +117,7 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
     if (!p)
         return NULL;
     p->stream = s;
-    p->safe_seq = d->reuse.free_seq;
+    ca_reuse_pool_new(d, p);
     d->pools[d->npools++] = p;
     return d->last_pool = p;
 }
@@ -202,7 +178,7 @@ static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rou
         if (!fits_rule(s->first, rounded, a->cfg.max_split) ||
             !ca_fits_aligned(s->first, rounded, a->cfg.big_align))
             continue;
-        if ((best && s->size >= best->size) || !ca_segment_safe(a, d, s))
+        if ((best && s->size >= best->size) || !ca_reuse_segment_safe(a, d, s))
             continue;
         best = s;
     }
@@ -291,12 +267,15 @@ static void return_kept_locked(ca_arena *a, ca_device *d)
     free(list);
 }
 
-/* One allocation's way down the out-of-memory ladder (docs/arena.md, "The out-of-memory
- * ladder", numbers its rungs): each rung below returns a block or NULL, and the pool is
- * searched again after every one. */
+/* One allocation's request and its way down the out-of-memory ladder (docs/arena.md, "The
+ * out-of-memory ladder", numbers its rungs): each rung below returns a block or NULL, and the
+ * pool is searched again after every one. */
 typedef struct ladder {
     ca_arena *a;
     ca_device *d;
+    size_t size;        /* what the program asked for */
+    ca_stream_t s;
+    unsigned api;
     ca_pool *p;
     size_t rounded;
     bool small;
@@ -331,10 +310,7 @@ static ca_block *rung_pool(ladder *l)
 /* Rungs 2 and 3: completed fences and pool events free their blocks, then the search. */
 static ca_block *rung_poll(ladder *l)
 {
-    if (ca_reuse_fencing(&l->d->reuse, &l->a->cfg)) {
-        ca_fence_poll(l->a, l->d);
-        ca_pools_poll(l->a, l->d);
-    }
+    ca_reuse_poll(l->a, l->d);
     return search(l);
 }
 
@@ -343,7 +319,7 @@ static ca_block *rung_poll(ladder *l)
 static ca_block *rung_grow(ladder *l)
 {
     ca_block *b;
-    for (int round = 0; ca_wait_instead_of_grow(l->a, l->d, l->rounded, round); round++)
+    for (int round = 0; ca_reuse_wait(l->a, l->d, l->rounded, round); round++)
         if ((b = search(l)) != NULL)
             return b;
     return grow_now(l);
@@ -355,9 +331,8 @@ static ca_block *rung_wait(ladder *l)
 {
     if (l->a->tc_on)
         return_kept_locked(l->a, l->d);
-    if (!ca_reuse_fencing(&l->d->reuse, &l->a->cfg))
+    if (!ca_reuse_wait_all(l->a, l->d))
         return NULL;
-    ca_wait_all(l->a, l->d);
     return search(l);
 }
 
@@ -437,6 +412,107 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
  * by ca_malloc). */
 #define ASK_NEIGHBOURS ((ca_status)-1)
 
+/* The pool l's request draws from: the plain pool, or its stream's (made on first use). NULL
+ * when the device's switch to fences waits for a capture to end. */
+static ca_pool *choose_pool(ladder *l)
+{
+    ca_device *d = l->d;
+    ca_pool *p = &d->plain;
+    if (l->api != CA_API_ASYNC || (p = pool_of(d, l->s)) != NULL)
+        return p;
+    ca_reuse_stream_used(l->a, d, l->s);
+    if (ca_reuse_switch_owed(&d->reuse)) /* quiet: the switch waits for the capture */
+        return NULL;
+    return (p = pool_of(d, l->s)) != NULL ? p : pool_new(d, l->s);
+}
+
+/* Rungs 1 to 7 in l's pool, the exact-size list first: a block, taken, or NULL. */
+static ca_block *serve(ladder *l)
+{
+    ca_device *d = l->d;
+    if (ca_reuse_pending(&d->reuse)) /* frees since the last allocation: fence them */
+        ca_reuse_fence(l->a, d);
+    ca_block *b = ca_fast_pop(d, l->p, l->rounded, ca_bin_of(l->rounded));
+    if (b) {
+        l->hit = true;
+        return b;
+    }
+    ca_pool_consolidate(d, l->p);
+    l->small = ca_is_small(l->rounded);
+    b = find_or_grow(l);
+    return b ? ca_block_take(l->a, d, b, l->rounded) : NULL;
+}
+
+/* The block for l's request, allocated and in the live map; NULL with *rc saying why. */
+static ca_block *allocate(ladder *l, ca_status *rc)
+{
+    ca_device *d = l->d;
+    ca_block *b = NULL;
+    if (l->rounded == 0)
+        *rc = CA_ERR_OOM;
+    else if (l->a->cfg.pool == CA_POOL_NONE)
+        *rc = malloc_uncached(l->a, d, l->rounded, &b);
+    else if (!(l->p = choose_pool(l)) || !(b = serve(l)))
+        *rc = CA_ERR_OOM;
+    if (b && ca_map_put(&d->live, b->addr, b) != 0) {
+        /* No room to remember it: hand it back rather than lose it. */
+        d->st.allocated_bytes -= b->size;
+        ca_block_free(d, b);
+        b = NULL;
+        *rc = CA_ERR_OOM;
+    }
+    return b;
+}
+
+/* No block for l's request (rc): gives the lock back and decides the answer. Before the last
+ * try (last), a refusal by the device within the limit asks the neighbours; otherwise the
+ * failure is counted and reported (rung 9). */
+static ca_status refuse(ladder *l, bool last, ca_status rc)
+{
+    ca_arena *a = l->a;
+    ca_device *d = l->d;
+    if (ca_quiet(a)) { /* not an out-of-memory: the device was not asked */
+        ca_lock_release(&d->lock);
+        return CA_ERR_BACKEND;
+    }
+    /* The device said no within the limit: other processes may hold what it lacks. */
+    bool ask = !last && a->cfg.neighbours_api && (l->full || l->driver_failed) &&
+               ca_within_limit(d, l->rounded);
+    if (!ask) {
+        d->st.oom_failures++;
+        warn_oom(a, d, l->size);
+    }
+    ca_lock_release(&d->lock);
+    if (ask && l->driver_failed && a->be.clear_error)
+        a->be.clear_error(a->be.ctx);
+    return ask ? ASK_NEIGHBOURS : rc;
+}
+
+/* The books of block b, served to l's request: counters, hooks, a new generation (returned).
+ * Under the lock, which the caller gives back. */
+static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
+{
+    ca_arena *a = l->a;
+    ca_device *d = l->d;
+    b->requested = l->size;
+    d->st.requested_bytes += l->size;
+    if (l->hit)
+        d->st.cache_hits++;
+    if (l->full || l->driver_failed)
+        d->st.oom_recoveries++; /* the device said no at some step; a later one won */
+    if (a->hooks) {
+        if (a->cfg.record_alloc_times || depth > 0)
+            note_origin(a, b, frames, depth);
+        if (a->cfg.trace)
+            a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, l->size, l->s);
+    }
+    uint32_t gen = b->hot.gen + 1;
+    __atomic_store_n(&b->hot.gen, gen, __ATOMIC_RELAXED);
+    if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
+        ca_device_check(d);
+    return gen;
+}
+
 /* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
  * a hit in the thread's cache saves no registers and sets up no stack. last: the final try,
  * which reports a failure; before it, a refusal by the device answers ASK_NEIGHBOURS. */
@@ -448,108 +524,33 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
     ca_device *d = ca_device_peek(a, dev);
     if (!d && !(d = ca_device_get(a, dev)))
         return CA_ERR_INVALID;
-    size_t rounded = ca_round_request(&a->cfg, size);
+    ladder l = {.a = a, .d = d, .size = size, .s = s, .api = api,
+                .rounded = ca_round_request(&a->cfg, size)};
     void *frames[CA_MAX_STACK];
     int depth = a->hooks && a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
 
     ca_lock_acquire(&d->lock);
-    if (__atomic_load_n(&d->reuse.switching, __ATOMIC_RELAXED))
-        ca_wait_switch(d);
+    if (ca_reuse_switching(&d->reuse))
+        ca_reuse_wait_switch(d);
     for (int i = 0; i < nspill; i++)
         free_kept_locked(a, d, &spill[i]);
-    bool hit = false, full = false, driver_failed = false;
-    if ((ca_quiet(a) || d->reuse.sync_owed) && ca_quiet_refuses(a, d)) {
+    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)) && ca_reuse_quiet_refuses(a, d)) {
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
     }
     if (!d->ready)
-        device_ready(a, d, &driver_failed);
+        device_ready(a, d, &l.driver_failed);
     d->st.alloc_calls++;
-    ca_block *b = NULL;
     ca_status rc = CA_OK;
-    if (rounded == 0) {
-        rc = CA_ERR_OOM;
-    } else if (a->cfg.pool == CA_POOL_NONE) {
-        rc = malloc_uncached(a, d, rounded, &b);
-    } else {
-        ca_pool *p = &d->plain;
-        if (api == CA_API_ASYNC && !(p = pool_of(d, s))) {
-            if (s != CA_STREAM_LEGACY)
-                other_stream(a, d);
-            /* quiet: the switch waits for the capture */
-            if (d->reuse.sync_owed && !d->reuse.fenced)
-                p = NULL;
-            else if (!(p = pool_of(d, s)))
-                p = pool_new(d, s);
-        }
-        if (!p) {
-            rc = CA_ERR_OOM;
-        } else {
-            if (d->reuse.pend_tail && ca_reuse_fencing(&d->reuse, &a->cfg) &&
-                a->cfg.fences == CA_FENCES_EVENTS)
-                ca_fence_record(a, d);
-            if ((b = ca_fast_pop(d, p, rounded, ca_bin_of(rounded))) != NULL) {
-                hit = true;
-            } else {
-                ca_pool_consolidate(d, p);
-                ladder l = {.a = a, .d = d, .p = p, .rounded = rounded,
-                            .small = ca_is_small(rounded), .driver_failed = driver_failed};
-                b = find_or_grow(&l);
-                hit = l.hit;
-                full = l.full;
-                driver_failed = l.driver_failed;
-                if (b)
-                    b = ca_block_take(a, d, b, rounded);
-                else
-                    rc = CA_ERR_OOM;
-            }
-        }
-    }
-    if (b && ca_map_put(&d->live, b->addr, b) != 0) {
-        /* No room to remember it: hand it back rather than lose it. */
-        d->st.allocated_bytes -= b->size;
-        ca_block_free(d, b);
-        b = NULL;
-        rc = CA_ERR_OOM;
-    }
-    if (!b && ca_quiet(a)) { /* not an out-of-memory: the device was not asked */
-        ca_lock_release(&d->lock);
-        return CA_ERR_BACKEND;
-    }
-    if (!b) {
-        /* The device said no within the limit: other processes may hold what it lacks. */
-        bool ask = !last && a->cfg.neighbours_api && (full || driver_failed) &&
-                   ca_within_limit(d, rounded);
-        if (!ask) {
-            d->st.oom_failures++;
-            warn_oom(a, d, size);
-        }
-        ca_lock_release(&d->lock);
-        if (ask && driver_failed && a->be.clear_error)
-            a->be.clear_error(a->be.ctx);
-        return ask ? ASK_NEIGHBOURS : rc;
-    }
-    b->requested = size;
-    d->st.requested_bytes += size;
-    if (hit)
-        d->st.cache_hits++;
-    if (full || driver_failed)
-        d->st.oom_recoveries++; /* the device said no at some step; a later one won */
-    if (a->hooks) {
-        if (a->cfg.record_alloc_times || depth > 0)
-            note_origin(a, b, frames, depth);
-        if (a->cfg.trace)
-            a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, size, s);
-    }
+    ca_block *b = allocate(&l, &rc);
+    if (!b)
+        return refuse(&l, last, rc);
+    uint32_t gen = served(&l, b, frames, depth);
     *out = (void *)b->addr; /* b is the device's again once the lock is given back */
-    uint32_t gen = b->hot.gen + 1;
-    __atomic_store_n(&b->hot.gen, gen, __ATOMIC_RELAXED);
-    if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
-        ca_device_check(d);
     ca_lock_release(&d->lock);
     if (a->tc_on)
         ca_tc_issue(a, dev, b, gen, size, s, api);
-    if (driver_failed && a->be.clear_error)
+    if (l.driver_failed && a->be.clear_error)
         a->be.clear_error(a->be.ctx);
     return CA_OK;
 }
@@ -622,6 +623,20 @@ static ca_status find_block(ca_arena *a, void *ptr, ca_device **dout, ca_block *
     return inside ? CA_ERR_INVALID : CA_ERR_NOT_OURS;
 }
 
+/* CACHEALLOC_POOL=none: b's segment goes back to the driver at once (a window). */
+static void free_uncached(ca_arena *a, ca_device *d, ca_block *b)
+{
+    ca_segment *seg = b->seg;
+    b->state = BLOCK_FREE;
+    d->st.cached_bytes += b->size;
+    ca_bins_insert(ca_pool_bins(seg->pool, seg->small), b);
+    ca_segment_detach(a, d, seg);
+    d->st.driver_free_calls++;
+    ca_window_begin(d);
+    ca_segment_release(a, d->id, seg);
+    ca_window_end(d);
+}
+
 /* Free b, taken out of d's live map, under d's lock (kept there). counted: the program's own
  * free, not a thread cache giving back a block whose free it counted already. */
 static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api,
@@ -635,37 +650,13 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
     d->st.requested_bytes -= b->requested;
     if (a->hooks && a->cfg.trace)
         a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_FREE, d->id, ptr, b->requested, s);
-    if (a->cfg.pool == CA_POOL_NONE && ca_quiet(a))
-        d->reuse.sync_owed = true; /* its segment goes back once the capture is over */
-    else if (a->cfg.pool == CA_POOL_NONE) {
-        ca_segment *seg = b->seg;
-        b->state = BLOCK_FREE;
-        d->st.cached_bytes += b->size;
-        ca_bins_insert(ca_pool_bins(seg->pool, seg->small), b);
-        ca_segment_detach(a, d, seg);
-        d->st.driver_free_calls++;
-        ca_window_begin(d);
-        ca_segment_release(a, d->id, seg);
-        ca_window_end(d);
+    if (a->cfg.pool == CA_POOL_NONE && !ca_quiet(a)) {
+        free_uncached(a, d, b);
         return;
     }
-    /* A stream the arena was never told about ends the single-stream fast path here too. */
-    if (api == CA_API_ASYNC && s != CA_STREAM_LEGACY)
-        other_stream(a, d);
-    b->free_seq = ++d->reuse.free_seq;
-    ca_pool *p = b->seg->pool;
-    bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
-    if ((!ca_reuse_fencing(&d->reuse, &a->cfg) && !d->reuse.sync_owed) || same_stream) {
-        if (!ca_fast_push(d, p, b))
-            ca_block_free(d, b);
-        if (same_stream) {
-            p->last_free_seq = b->free_seq;
-            if (!p->ev_inflight) /* one event at a time covers every free before it */
-                ca_async_freed(a, d, p);
-        }
-    } else {
-        ca_pend(d, b);
-    }
+    /* The contract decides: it waits for a fence, or its pool may reuse it at once. */
+    if (!ca_reuse_pend(a, d, b, s, api) && !ca_fast_push(d, b->seg->pool, b))
+        ca_block_free(d, b);
 }
 
 /* A block a thread cache kept goes back through the pools, under d's lock. */
@@ -791,9 +782,7 @@ void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    if (nonblocking)
-        add_stream(d, s);
-    other_stream(a, d);
+    ca_reuse_stream_created(a, d, s, nonblocking != 0);
     ca_lock_release(&d->lock);
 }
 
@@ -803,7 +792,7 @@ void ca_per_thread_streams_used(ca_arena *a, int dev)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    other_stream(a, d);
+    ca_reuse_other_stream(a, d);
     ca_lock_release(&d->lock);
 }
 
@@ -813,30 +802,8 @@ void ca_stream_seen(ca_arena *a, int dev, ca_stream_t s)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    /* The legacy stream seen from a second thread is that thread's default stream: its plain
-     * blocks, kept by itself, stay ordered by it. */
-    if (s != CA_STREAM_LEGACY)
-        other_stream(a, d);
-    else if (!d->reuse.fenced)
-        ca_fence_switch(a, d);
+    ca_reuse_stream_seen(a, d, s);
     ca_lock_release(&d->lock);
-}
-
-static bool track_dying(ca_arena *a, ca_device *d, ca_stream_t s)
-{
-    ca_dying *n = ca_grow(d->reuse.dying, d->reuse.ndying, &d->reuse.cap_dying, sizeof *n, 4);
-    if (!n)
-        return false;
-    d->reuse.dying = n;
-    ca_event_t ev = ca_event_get(a, d);
-    if (!ev)
-        return false;
-    if (a->be.event_record(a->be.ctx, d->id, ev, s) != CA_OK) {
-        ca_event_put(d, ev);
-        return false;
-    }
-    d->reuse.dying[d->reuse.ndying++] = (ca_dying){ev, ++d->reuse.dying_stamp, false};
-    return true;
 }
 
 void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
@@ -847,41 +814,16 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
     ca_lock_acquire(&d->lock);
     /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
     __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < d->reuse.nstreams; i++) {
-        if (d->reuse.streams[i] == s) {
-            d->reuse.streams[i] = d->reuse.streams[--d->reuse.nstreams];
-            break;
-        }
-    }
     ca_pool *p = pool_of(d, s);
-    if (ca_reuse_fencing(&d->reuse, &a->cfg)) {
-        /* Work queued on s before its destruction may still run: later fences, which no longer
-         * include s, are trusted only once this event completed. */
-        if (ca_quiet(a))
-            d->reuse.sync_owed = true; /* cannot watch s now: a synchronization after the capture */
-        else if (a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
-            ; /* idle: nothing queued on it can touch memory any more */
-        else if (!track_dying(a, d, s))
-            ca_wait_device(a, d); /* cannot watch s: wait for it once, now */
-    }
+    ca_reuse_stream_destroyed(a, d, s);
     if (p) {
         /* Never searched again; a new stream may get the same handle. Its free blocks were
-         * reusable only by s: under fences they now wait for one like any plain free. */
+         * reusable only by s: the contract says what they wait for now. */
         p->dead = true;
         if (d->last_pool == p)
             d->last_pool = NULL;
         ca_pool_consolidate(d, p);
-        for (int small = 0; small < 2 && ca_reuse_fencing(&d->reuse, &a->cfg); small++) {
-            ca_bins *bins = ca_pool_bins(p, small);
-            for (uint32_t c = 0; c < CA_BIN_COUNT; c++) {
-                while (bins->head[c]) {
-                    ca_block *b = bins->head[c];
-                    ca_block_unfree(d, b);
-                    b->free_seq = ++d->reuse.free_seq;
-                    ca_pend(d, b);
-                }
-            }
-        }
+        ca_reuse_pool_retired(a, d, p);
     }
     ca_lock_release(&d->lock);
 }

@@ -16,7 +16,7 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev)
      * device's other streams may then take it over without an event. */
     ca_tc_return(a, dev);
     ca_lock_acquire(&d->lock);
-    uint64_t token = d->reuse.free_seq;
+    uint64_t token = ca_reuse_token(&d->reuse);
     ca_lock_release(&d->lock);
     return token;
 }
@@ -50,7 +50,7 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
     if (!d)
         return;
     ca_lock_acquire(&d->lock);
-    ca_complete_upto(d, token);
+    ca_reuse_synced(d, token);
     trim(a, d);
     ca_lock_release(&d->lock);
 }
@@ -65,29 +65,13 @@ static void free_device_state(ca_device *d)
     d->segs = NULL;
     d->nsegs = d->cap_segs = 0;
     d->whole = NULL;
-    for (ca_fence *f = d->reuse.fence_head, *n; f; f = n) {
-        n = f->next;
-        free(f);
-    }
-    d->reuse.fence_head = d->reuse.fence_tail = NULL;
-    d->reuse.pend_head = d->reuse.pend_tail = NULL;
-    d->reuse.unfenced_max_seq = 0;
+    ca_reuse_forget(d);
     for (int i = 0; i < d->npools; i++)
         free(d->pools[i]);
     free(d->pools);
     d->pools = NULL;
     d->npools = d->cap_pools = 0;
     d->last_pool = NULL;
-    free(d->reuse.streams);
-    d->reuse.streams = NULL;
-    d->reuse.nstreams = d->reuse.cap_streams = 0;
-    d->reuse.streams_lost = false;
-    free(d->reuse.dying);
-    d->reuse.dying = NULL;
-    d->reuse.ndying = d->reuse.cap_dying = 0;
-    free(d->reuse.events);
-    d->reuse.events = NULL;
-    d->reuse.nevents = d->reuse.cap_events = 0;
     for (ca_block *b = d->spare, *n; b; b = n) {
         n = b->lnext;
         free(b->stack);
@@ -99,7 +83,7 @@ static void free_device_state(ca_device *d)
     plain.plain = true;
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
-    d->ready = d->reuse.fenced = false;
+    d->ready = false;
     d->nranges = 0;
     d->ranges_gone = false;
     d->peers = 0; /* the context's peer access went with it */
@@ -117,14 +101,7 @@ static void zero_gauges(ca_dev_stats *st)
 static void lock_quiet(ca_device *d)
 {
     ca_lock_acquire(&d->lock);
-    for (uint32_t w; (w = d->reuse.windows) != 0 || d->reuse.switching;) {
-        ca_lock_release(&d->lock);
-        if (w)
-            ca_futex_wait(&d->reuse.windows, w);
-        else
-            ca_futex_wait(&d->reuse.switching, 1);
-        ca_lock_acquire(&d->lock);
-    }
+    ca_window_drain(d, true);
 }
 
 void ca_device_resetting(ca_arena *a, int dev)
@@ -168,14 +145,13 @@ void ca_device_reset(ca_arena *a, int dev)
 static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 {
     ca_lock_acquire(&d->lock);
-    ca_wait_switch(d);
+    ca_reuse_wait_switch(d);
     if (ca_quiet(a)) {
         ca_lock_release(&d->lock);
         return 0;
     }
-    ca_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
-    if (ca_reuse_fencing(&d->reuse, &a->cfg))
-        ca_wait_all(a, d);
+    ca_reuse_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
+    ca_reuse_wait_all(a, d);
     int n;
     ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
     d->st.driver_free_calls += (uint64_t)n;
@@ -312,16 +288,7 @@ void ca_arena_destroy(ca_arena *a)
         for (int k = 0; k < d->nsegs; k++)
             if (!d->segs[k]->expandable)
                 a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
-        for (ca_fence *f = d->reuse.fence_head; f; f = f->next)
-            for (int k = 0; k < f->nev; k++)
-                a->be.event_destroy(a->be.ctx, i, f->ev[k]);
-        for (int k = 0; k < d->npools; k++)
-            if (d->pools[k]->ev)
-                a->be.event_destroy(a->be.ctx, i, d->pools[k]->ev);
-        for (int k = 0; k < d->reuse.ndying; k++)
-            a->be.event_destroy(a->be.ctx, i, d->reuse.dying[k].ev);
-        for (int k = 0; k < d->reuse.nevents; k++)
-            a->be.event_destroy(a->be.ctx, i, d->reuse.events[k]);
+        ca_reuse_destroy(a, d);
         free_device_state(d);
         free(d);
     }
@@ -339,8 +306,7 @@ void ca_arena_forget(ca_arena *a)
             continue;
         free_device_state(d);
         d->lock = (ca_lock)CA_LOCK_INIT;
-        d->reuse.switching = 0;
-        d->reuse.windows = 0;
+        ca_window_forget(d);
         ca_dev_stats zero = {0};
         d->st = zero;
     }

@@ -80,14 +80,7 @@ void ca_device_check(ca_device *d)
     ca_assert(sum[BLOCK_PENDING] == d->st.pending_bytes);
     /* Free blocks are the bins', and only they. */
     ca_assert(bin_bytes == sum[BLOCK_FREE] && bin_count == n[BLOCK_FREE]);
-    /* The pending list: pending blocks, in the order of their frees. */
-    uint64_t seq = 0;
-    for (const ca_block *b = d->reuse.pend_head; b; b = b->lnext) {
-        ca_assert(b->state == BLOCK_PENDING);
-        ca_assert(b->free_seq >= seq);
-        seq = b->free_seq;
-        ca_assert(b->lnext || b == d->reuse.pend_tail);
-    }
+    ca_reuse_check(d); /* the pending list, the fences, the watched streams */
     ca_assert(nfast == n[BLOCK_FAST]);
 }
 

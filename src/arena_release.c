@@ -24,7 +24,7 @@ ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want
     uint64_t got = 0;
     for (ca_segment *s = d->whole, *next; s && got < want; s = next) {
         next = s->wnext;
-        if ((s->pinned && !all) || !ca_segment_safe(a, d, s))
+        if ((s->pinned && !all) || !ca_reuse_segment_safe(a, d, s))
             continue;
         got += s->size;
         ca_segment_detach(a, d, s);

@@ -235,7 +235,7 @@ void ca_block_split(ca_block *b, ca_block *rest, size_t first)
     rest->addr = b->addr + first;
     rest->size = b->size - first;
     rest->seg = b->seg;
-    rest->free_seq = b->free_seq;
+    rest->free_seq = b->free_seq; /* the pieces of one free wait for the same */
     rest->state = b->state;
     rest->prev = b;
     rest->next = b->next;
@@ -255,8 +255,7 @@ void ca_block_merge(ca_device *d, ca_block *left, ca_block *right)
     left->next = right->next;
     if (right->next)
         right->next->prev = left;
-    if (right->free_seq > left->free_seq)
-        left->free_seq = right->free_seq;
+    ca_reuse_merge_stamp(&left->free_seq, right->free_seq);
     ca_block_recycle(d, right);
 }
 

@@ -101,7 +101,7 @@ static ca_block *collect_pages(ca_device *d, uint64_t want, bool may_sync, uint6
                 continue;
             uintptr_t lo, hi;
             /* Free since before the last device synchronization: the device is done with it. */
-            bool proven = b->free_seq <= d->reuse.synced_seq;
+            bool proven = ca_reuse_block_idle(d, b);
             if ((!proven && !may_sync) || !whole_mappings(s, b, page, want - *got, &lo, &hi))
                 continue;
             ca_block *piece = carve(d, b, lo, hi);
@@ -174,7 +174,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
     if (v) {
         /* Unmapping under running work faults on a GPU; the pieces are out of every list, so
          * no one can allocate them meanwhile. */
-        uint64_t token = d->reuse.free_seq;
+        uint64_t token = ca_reuse_token(&d->reuse);
         if (unproven)
             d->st.device_syncs++;
         __atomic_store_n(&d->unmapping, d->unmapping + 1, __ATOMIC_RELAXED);
@@ -184,7 +184,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
             ok[i] = a->be.vmm_unmap(a->be.ctx, d->id, (void *)v[i]->addr, v[i]->size) == CA_OK;
         ca_window_end(d);
         if (unproven && sync == CA_OK)
-            ca_complete_upto(d, token);
+            ca_reuse_synced(d, token);
     }
     uint64_t bytes = 0;
     for (int i = 0; i < n; i++) {

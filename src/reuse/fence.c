@@ -1,17 +1,17 @@
-/* The reuse contract's bookkeeping: fences for the plain API, one in-flight event per async
- * pool for cross-stream reuse, and completion by the program's own device synchronization.
+/* Fences and pending blocks: the plain API's half of the contract, and completion by a device
+ * synchronization.
  *
  * Every free on a device takes the next number of a device-wide sequence. A pending block
  * waits for a fence whose number covers it; an async pool's blocks are safe for other streams
- * up to the number its last completed event covered. Fences are recorded on the same streams in
- * order, so they complete in order and polling stops at the first incomplete one. */
+ * up to the number its last completed event covered (reuse/events.c). Fences are recorded on
+ * the same streams in order, so they complete in order and polling stops at the first
+ * incomplete one. */
 #include <stdlib.h>
 
 #include "arena_internal.h"
-#include "grow.h"
 #include "ca_assert.h"
 
-bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
+bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {
     const ca_pool *p = seg->pool;
     if (!ca_reuse_fencing(&d->reuse, &a->cfg) || p->plain || p->dead)
@@ -20,103 +20,152 @@ bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *se
     return seg->first->free_seq <= safe;
 }
 
-ca_event_t ca_event_get(ca_arena *a, ca_device *d)
+bool ca_reuse_block_idle(const ca_device *d, const ca_block *b)
 {
-    if (d->reuse.nevents > 0)
-        return d->reuse.events[--d->reuse.nevents];
-    ca_event_t ev = NULL;
-    if (a->be.event_create(a->be.ctx, d->id, &ev) != CA_OK)
-        return NULL;
-    return ev;
+    return b->free_seq <= d->reuse.synced_seq;
 }
 
-void ca_event_put(ca_device *d, ca_event_t ev)
+void ca_reuse_fresh(ca_block *b)
 {
-    ca_event_t *n = ca_grow(d->reuse.events, d->reuse.nevents, &d->reuse.cap_events, sizeof *n, 16);
-    if (!n)
-        return; /* leaks one event handle rather than failing a free */
-    d->reuse.events = n;
-    d->reuse.events[d->reuse.nevents++] = ev;
+    b->free_seq = 0;
 }
 
-void ca_pend(ca_device *d, ca_block *b)
+/* b waits at the tail of the pending list, which stays in the order of the frees. */
+static void pend(ca_device *d, ca_block *b)
 {
+    ca_reuse *r = &d->reuse;
     b->state = BLOCK_PENDING;
     b->lnext = NULL;
-    b->lprev = d->reuse.pend_tail;
-    if (d->reuse.pend_tail)
-        d->reuse.pend_tail->lnext = b;
+    b->lprev = r->pend_tail;
+    if (r->pend_tail)
+        r->pend_tail->lnext = b;
     else
-        d->reuse.pend_head = b;
-    d->reuse.pend_tail = b;
-    d->reuse.unfenced_max_seq = b->free_seq;
+        r->pend_head = b;
+    r->pend_tail = b;
+    r->unfenced_max_seq = b->free_seq;
     d->st.pending_bytes += b->size;
+}
+
+bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api)
+{
+    /* CACHEALLOC_POOL=none sends only quiet frees here: the segment goes back after the
+     * capture, once the synchronization owed proved it idle. */
+    if (a->cfg.pool == CA_POOL_NONE)
+        d->reuse.sync_owed = true;
+    /* A stream the arena was never told about ends the single-stream fast path here too. */
+    if (api == CA_API_ASYNC)
+        ca_reuse_stream_used(a, d, s);
+    b->free_seq = ++d->reuse.free_seq;
+    ca_pool *p = b->seg->pool;
+    bool same_stream = api == CA_API_ASYNC && !p->plain && !p->dead && p->stream == s;
+    if (same_stream) {
+        p->last_free_seq = b->free_seq;
+        if (!p->ev_inflight) /* one event at a time covers every free before it */
+            ca_reuse_async_freed(a, d, p);
+        return false;
+    }
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg) && !d->reuse.sync_owed)
+        return false;
+    pend(d, b);
+    return true;
+}
+
+void ca_reuse_pool_retired(ca_arena *a, ca_device *d, ca_pool *p)
+{
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg))
+        return;
+    for (int small = 0; small < 2; small++) {
+        ca_bins *bins = ca_pool_bins(p, small);
+        for (uint32_t c = 0; c < CA_BIN_COUNT; c++) {
+            while (bins->head[c]) {
+                ca_block *b = bins->head[c];
+                ca_block_unfree(d, b);
+                b->free_seq = ++d->reuse.free_seq;
+                pend(d, b);
+            }
+        }
+    }
 }
 
 /* Pending blocks freed up to seq become free blocks of their pools. */
 static void release_pending(ca_device *d, uint64_t seq)
 {
-    while (d->reuse.pend_head && d->reuse.pend_head->free_seq <= seq) {
-        ca_block *b = d->reuse.pend_head;
-        d->reuse.pend_head = b->lnext;
-        if (d->reuse.pend_head)
-            d->reuse.pend_head->lprev = NULL;
+    ca_reuse *r = &d->reuse;
+    while (r->pend_head && r->pend_head->free_seq <= seq) {
+        ca_block *b = r->pend_head;
+        r->pend_head = b->lnext;
+        if (r->pend_head)
+            r->pend_head->lprev = NULL;
         else
-            d->reuse.pend_tail = NULL;
+            r->pend_tail = NULL;
         b->lnext = b->lprev = NULL;
         ca_assert(b->state == BLOCK_PENDING && d->st.pending_bytes >= b->size);
         d->st.pending_bytes -= b->size;
-        b->free_seq = 0; /* its fence completed: safe for every stream */
+        ca_reuse_fresh(b); /* its fence completed: safe for every stream */
         ca_block_free(d, b);
     }
 }
 
-static uint64_t fenced_upto(const ca_device *d)
+static uint64_t fenced_upto(const ca_reuse *r)
 {
-    return d->reuse.fence_tail ? d->reuse.fence_tail->max_seq : 0;
+    return r->fence_tail ? r->fence_tail->max_seq : 0;
 }
 
-bool ca_fence_record(ca_arena *a, ca_device *d)
+/* An event on every stream of the fence set that may still hold work queued before the frees
+ * f covers; false, with f's events given back, when one could not be made. */
+static bool fence_events(ca_arena *a, ca_device *d, ca_fence *f)
 {
-    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)) || d->reuse.streams_lost)
-        return false;
-    if (!d->reuse.pend_tail || d->reuse.unfenced_max_seq <= fenced_upto(d) ||
-        d->reuse.unfenced_max_seq <= d->reuse.synced_seq)
-        return true;
-    int want = 1 + d->reuse.nstreams;
-    ca_fence *f = malloc(sizeof *f + (size_t)want * sizeof(ca_event_t));
-    if (!f)
-        return false;
-    f->next = NULL;
-    f->max_seq = d->reuse.unfenced_max_seq;
-    f->dying_upto = d->reuse.dying_stamp;
-    f->nev = 0;
+    const ca_reuse *r = &d->reuse;
     /* The legacy stream's event also covers every blocking stream, per-thread ones included.
      * A created stream found idle now has finished everything queued before these frees: it
      * needs no event, and an event costs the driver more than a query (an idle stream is the
      * common case beside a busy one). A fence missing one stream that was busy would complete
      * too early: all those events or no fence. */
-    for (int i = -1; i < d->reuse.nstreams; i++) {
-        ca_stream_t s = i < 0 ? CA_STREAM_LEGACY : d->reuse.streams[i];
+    for (int i = -1; i < r->nstreams; i++) {
+        ca_stream_t s = i < 0 ? CA_STREAM_LEGACY : r->streams[i];
         if (i >= 0 && a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, s) > 0)
             continue;
-        ca_event_t ev = ca_event_get(a, d);
+        ca_event_t ev = ca_reuse_event_get(a, d);
         if (!ev || a->be.event_record(a->be.ctx, d->id, ev, s) != CA_OK) {
             if (ev)
-                ca_event_put(d, ev);
+                ca_reuse_event_put(d, ev);
             while (f->nev > 0)
-                ca_event_put(d, f->ev[--f->nev]);
-            free(f);
+                ca_reuse_event_put(d, f->ev[--f->nev]);
             return false;
         }
         f->ev[f->nev++] = ev;
     }
+    return true;
+}
+
+bool ca_reuse_fence(ca_arena *a, ca_device *d)
+{
+    ca_reuse *r = &d->reuse;
+    if (!ca_reuse_fencing(r, &a->cfg))
+        return true;
+    /* CACHEALLOC_FENCES=sync records none: pending blocks wait for a device synchronization. */
+    if (a->cfg.fences != CA_FENCES_EVENTS || ca_reuse_hushed(r, ca_quiet(a)) || r->streams_lost)
+        return false;
+    if (!r->pend_tail || r->unfenced_max_seq <= fenced_upto(r) ||
+        r->unfenced_max_seq <= r->synced_seq)
+        return true;
+    ca_fence *f = malloc(sizeof *f + (size_t)(1 + r->nstreams) * sizeof(ca_event_t));
+    if (!f)
+        return false;
+    f->next = NULL;
+    f->max_seq = r->unfenced_max_seq;
+    f->dying_upto = r->dying_stamp;
+    f->nev = 0;
+    if (!fence_events(a, d, f)) {
+        free(f);
+        return false;
+    }
     d->st.fences++;
-    if (d->reuse.fence_tail)
-        d->reuse.fence_tail->next = f;
+    if (r->fence_tail)
+        r->fence_tail->next = f;
     else
-        d->reuse.fence_head = f;
-    d->reuse.fence_tail = f;
+        r->fence_head = f;
+    r->fence_tail = f;
     return true;
 }
 
@@ -125,46 +174,49 @@ bool ca_fence_record(ca_arena *a, ca_device *d)
  * stream destroyed up to stamp upto is done. */
 static bool dying_done(ca_arena *a, ca_device *d, uint64_t upto)
 {
+    ca_reuse *r = &d->reuse;
     bool all = true;
     int kept = 0;
-    for (int i = 0; i < d->reuse.ndying; i++) {
-        ca_dying *x = &d->reuse.dying[i];
+    for (int i = 0; i < r->ndying; i++) {
+        ca_dying *x = &r->dying[i];
         if (x->done || a->be.event_query(a->be.ctx, d->id, x->ev) > 0) {
-            ca_event_put(d, x->ev);
+            ca_reuse_event_put(d, x->ev);
             continue;
         }
         if (x->stamp <= upto)
             all = false;
-        d->reuse.dying[kept++] = *x;
+        r->dying[kept++] = *x;
     }
-    d->reuse.ndying = kept;
+    r->ndying = kept;
     return all;
 }
 
 static void fence_pop(ca_device *d)
 {
-    ca_fence *f = d->reuse.fence_head;
+    ca_reuse *r = &d->reuse;
+    ca_fence *f = r->fence_head;
     for (int i = 0; i < f->nev; i++)
-        ca_event_put(d, f->ev[i]);
-    d->reuse.fence_head = f->next;
-    if (!d->reuse.fence_head)
-        d->reuse.fence_tail = NULL;
+        ca_reuse_event_put(d, f->ev[i]);
+    r->fence_head = f->next;
+    if (!r->fence_head)
+        r->fence_tail = NULL;
     free(f);
 }
 
-bool ca_fence_poll(ca_arena *a, ca_device *d)
+bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
 {
+    ca_reuse *r = &d->reuse;
     bool any = false;
-    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)))
+    if (ca_reuse_hushed(r, ca_quiet(a)))
         return false;
-    while (d->reuse.fence_head) {
-        ca_fence *f = d->reuse.fence_head;
+    while (r->fence_head) {
+        ca_fence *f = r->fence_head;
         if (!dying_done(a, d, f->dying_upto))
             return any;
         for (; f->nev > 0; f->nev--) {
             if (a->be.event_query(a->be.ctx, d->id, f->ev[f->nev - 1]) <= 0)
                 return any;
-            ca_event_put(d, f->ev[f->nev - 1]);
+            ca_reuse_event_put(d, f->ev[f->nev - 1]);
         }
         release_pending(d, f->max_seq);
         fence_pop(d);
@@ -173,160 +225,38 @@ bool ca_fence_poll(ca_arena *a, ca_device *d)
     return any;
 }
 
-static void pool_poll(ca_arena *a, ca_device *d, ca_pool *p)
+void ca_reuse_poll(ca_arena *a, ca_device *d)
 {
-    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) > 0) {
-        p->ev_inflight = false;
-        if (p->ev_seq > p->safe_seq)
-            p->safe_seq = p->ev_seq;
-    }
-    if (!p->ev_inflight && !p->dead && p->last_free_seq > p->safe_seq) {
-        /* An idle stream has finished the work of every free made on it: no event needed. */
-        if (a->be.stream_query && a->be.stream_query(a->be.ctx, d->id, p->stream) > 0) {
-            p->safe_seq = p->last_free_seq;
-            return;
-        }
-        /* An idle stream passes a fresh event at once: look again before growing. */
-        ca_async_freed(a, d, p);
-        if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) > 0) {
-            p->ev_inflight = false;
-            p->safe_seq = p->ev_seq;
-        }
-    }
-}
-
-/* A destroyed stream's pool that owns no segment any more is forgotten, so that programs
- * creating and destroying streams in a loop do not grow the list every search walks. Never
- * while a thread is in an unlocked window: it may hold the pool. */
-static bool pool_drop(ca_arena *a, ca_device *d, ca_pool *p)
-{
-    if (!p->dead || p->nsegs > 0 || d->reuse.windows > 0)
-        return false;
-    if (p->ev_inflight && a->be.event_query(a->be.ctx, d->id, p->ev) <= 0)
-        return false; /* its event is still queued: keep the handle out of reuse */
-    if (p->ev)
-        ca_event_put(d, p->ev);
-    if (d->last_pool == p)
-        d->last_pool = NULL;
-    free(p);
-    return true;
-}
-
-void ca_pools_poll(ca_arena *a, ca_device *d)
-{
-    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)))
+    if (!ca_reuse_fencing(&d->reuse, &a->cfg))
         return;
-    int kept = 0;
-    for (int i = 0; i < d->npools; i++) {
-        ca_pool *p = d->pools[i];
-        pool_poll(a, d, p);
-        if (!pool_drop(a, d, p))
-            d->pools[kept++] = p;
-    }
-    d->npools = kept;
+    ca_reuse_poll_fences(a, d);
+    ca_reuse_poll_pools(a, d);
 }
 
-void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p)
+void ca_reuse_synced(ca_device *d, uint64_t token)
 {
-    if (!ca_reuse_fencing(&d->reuse, &a->cfg) || p->ev_inflight ||
-        ca_reuse_hushed(&d->reuse, ca_quiet(a)))
-        return; /* quiet: the pool's blocks wait for its next free or poll after the capture */
-    if (!p->ev) {
-        p->ev = ca_event_get(a, d);
-        if (!p->ev)
-            return;
-    }
-    /* Fails for a stream this thread cannot name (another thread's per-thread stream): the
-     * blocks then wait for that thread's next free or for a device synchronization. */
-    if (a->be.event_record(a->be.ctx, d->id, p->ev, p->stream) == CA_OK) {
-        p->ev_inflight = true;
-        p->ev_seq = p->last_free_seq;
-    }
-}
-
-void ca_complete_upto(ca_device *d, uint64_t seq)
-{
-    if (seq > d->reuse.synced_seq)
-        d->reuse.synced_seq = seq;
-    while (d->reuse.fence_head && d->reuse.fence_head->max_seq <= seq)
+    ca_reuse *r = &d->reuse;
+    if (token > r->synced_seq)
+        r->synced_seq = token;
+    while (r->fence_head && r->fence_head->max_seq <= token)
         fence_pop(d);
-    release_pending(d, seq);
+    release_pending(d, token);
     for (int i = 0; i < d->npools; i++)
-        if (d->pools[i]->safe_seq < seq)
-            d->pools[i]->safe_seq = seq;
+        if (d->pools[i]->safe_seq < token)
+            d->pools[i]->safe_seq = token;
 }
 
-/* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
- * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
- * the device's other allocations wait until it returned, as they do for the mode switch. */
-static void wait_device(ca_arena *a, ca_device *d, bool alone)
+#ifdef CA_DEBUG
+void ca_reuse_check(const ca_device *d)
 {
-    if (ca_quiet(a))
-        return;
-    uint64_t token = d->reuse.free_seq, dying = d->reuse.dying_stamp;
-    d->st.device_syncs++;
-    if (alone)
-        __atomic_store_n(&d->reuse.switching, 1, __ATOMIC_RELEASE);
-    ca_window_begin(d);
-    int rc = a->be.device_synchronize(a->be.ctx, d->id);
-    if (alone) {
-        /* Not ca_window_end: it would wait for this very switch. */
-        ca_lock_acquire(&d->lock);
-        __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
-        ca_futex_wake_all(&d->reuse.switching);
-        if (--d->reuse.windows == 0)
-            ca_futex_wake_all(&d->reuse.windows);
-    } else {
-        ca_window_end(d);
-    }
-    if (rc == CA_OK) {
-        ca_complete_upto(d, token);
-        for (int i = 0; i < d->reuse.ndying; i++)
-            if (d->reuse.dying[i].stamp <= dying)
-                d->reuse.dying[i].done = true;
+    const ca_reuse *r = &d->reuse;
+    /* The pending list: pending blocks, in the order of their frees. */
+    uint64_t seq = 0;
+    for (const ca_block *b = r->pend_head; b; b = b->lnext) {
+        ca_assert(b->state == BLOCK_PENDING);
+        ca_assert(b->free_seq >= seq);
+        seq = b->free_seq;
+        ca_assert(b->lnext || b == r->pend_tail);
     }
 }
-
-void ca_wait_device(ca_arena *a, ca_device *d) { wait_device(a, d, false); }
-
-void ca_wait_device_alone(ca_arena *a, ca_device *d) { wait_device(a, d, true); }
-
-void ca_wait_all(ca_arena *a, ca_device *d)
-{
-    if (ca_quiet(a))
-        return;
-    if (a->cfg.fences == CA_FENCES_SYNC || !ca_fence_record(a, d)) {
-        ca_wait_device(a, d);
-        return;
-    }
-    for (int i = 0; i < d->npools; i++)
-        if (!d->pools[i]->ev_inflight && !d->pools[i]->dead &&
-            d->pools[i]->last_free_seq > d->pools[i]->safe_seq)
-            ca_async_freed(a, d, d->pools[i]);
-    /* Copy what to wait for, then wait unlocked: a handle recycled meanwhile only makes the
-     * wait longer, never shorter than the work it covered. */
-    int n = d->reuse.ndying + d->npools + (d->reuse.fence_tail ? d->reuse.fence_tail->nev : 0);
-    if (n == 0)
-        return;
-    ca_event_t *evs = malloc((size_t)n * sizeof *evs);
-    if (!evs) {
-        ca_wait_device(a, d);
-        return;
-    }
-    int k = 0;
-    for (int i = 0; i < d->reuse.ndying; i++)
-        evs[k++] = d->reuse.dying[i].ev;
-    for (int i = 0; i < d->npools; i++)
-        if (d->pools[i]->ev_inflight)
-            evs[k++] = d->pools[i]->ev;
-    if (d->reuse.fence_tail)
-        for (int i = 0; i < d->reuse.fence_tail->nev; i++)
-            evs[k++] = d->reuse.fence_tail->ev[i];
-    ca_window_begin(d);
-    for (int i = 0; i < k; i++)
-        a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
-    ca_window_end(d);
-    free(evs);
-    ca_fence_poll(a, d);
-    ca_pools_poll(a, d);
-}
+#endif

@@ -15,11 +15,7 @@
 static bool wait_windows(ca_arena *a, ca_device *d, void *ctx)
 {
     (void)a, (void)ctx;
-    for (uint32_t w; (w = d->reuse.windows) != 0;) {
-        ca_lock_release(&d->lock);
-        ca_futex_wait(&d->reuse.windows, w);
-        ca_lock_acquire(&d->lock);
-    }
+    ca_window_drain(d, false);
     return false;
 }
 
@@ -40,10 +36,10 @@ static void settle(ca_arena *a, ca_device *d)
 {
     d->reuse.sync_owed = false;
     if (!d->reuse.fenced && a->cfg.pool != CA_POOL_NONE) {
-        ca_fence_switch(a, d);
+        ca_reuse_switch(a, d);
         return;
     }
-    ca_wait_device(a, d);
+    ca_reuse_wait_device(a, d);
     if (a->cfg.pool == CA_POOL_NONE) { /* frees made quietly kept their segments */
         int n;
         ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
@@ -54,7 +50,9 @@ static void settle(ca_arena *a, ca_device *d)
     }
 }
 
-bool ca_quiet_refuses(ca_arena *a, ca_device *d)
+/* Not quiet: pays what is owed and returns false. Quiet: true where d cannot serve without the
+ * device (not ready, or its fast path ended unsynchronized). */
+bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d)
 {
     if (!ca_quiet(a)) {
         if (d->reuse.sync_owed)

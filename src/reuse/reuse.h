@@ -2,11 +2,18 @@
  * cudaFree is not handed out again before every stream of its device has passed the free, and
  * one freed on a stream reaches another stream only once an event recorded after the free has
  * completed. Each device keeps what the contract needs in one ca_reuse; the files of
- * src/reuse/ hold its logic, and the rest of the arena asks them through this header.
+ * src/reuse/ hold its logic, and the rest of the arena asks them through this header: the
+ * ladder (arena.c) at its rungs, the free path at every free, the stream doors, and the files
+ * that give memory back (whether a block or segment is safe, what a synchronization covered).
+ * Those verbs are where the policy lives: when fences are recorded (ca_reuse_fence), what a
+ * free waits for (ca_reuse_pend), when to wait rather than grow (ca_reuse_wait), when the
+ * device is synchronized (ca_reuse_sync).
  *
- * This header comes before the arena's structures (arena_internal.h embeds a ca_reuse in each
- * device), so it names them only through pointers, and its inline predicates read the
- * contract's own state. */
+ * Layering (suite structure checks it): the module is below arena.c and above the lock, the
+ * map and the bins; within it window.c is lowest, then events.c, fence.c, and wait.c,
+ * streams.c and quiet.c on top. This header comes before the arena's structures
+ * (arena_internal.h embeds a ca_reuse in each device), so it names them only through pointers
+ * and its inline predicates read the contract's own state. */
 #ifndef CACHEALLOC_REUSE_H
 #define CACHEALLOC_REUSE_H
 
@@ -64,6 +71,8 @@ typedef struct ca_reuse {
     int nevents, cap_events;
 } ca_reuse;
 
+/* Inline predicates on the contract's own state, for the paths that ask at every call. */
+
 /* Whether plain frees wait for fences: the device left its single-stream fast path, and the
  * program did not opt out of the contract (CACHEALLOC_REUSE=stream). */
 static inline bool ca_reuse_fencing(const ca_reuse *r, const ca_config *cfg)
@@ -78,44 +87,120 @@ static inline bool ca_reuse_hushed(const ca_reuse *r, bool quiet)
     return quiet || r->sync_owed;
 }
 
-/* reuse/window.c. Drop the device lock around a blocking backend call. A device reset waits
- * until no thread is inside such a window, so the pools and detached segments a window holds
- * stay valid. */
+/* Whether a synchronization that stops the device's allocations runs (read without the lock). */
+static inline bool ca_reuse_switching(const ca_reuse *r)
+{
+    return __atomic_load_n(&r->switching, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether the device's fast path ended during a capture: its switch waits for the capture. */
+static inline bool ca_reuse_switch_owed(const ca_reuse *r)
+{
+    return r->sync_owed && !r->fenced;
+}
+
+/* Whether plain frees wait for a fence, recorded or not. */
+static inline bool ca_reuse_pending(const ca_reuse *r)
+{
+    return r->pend_tail != NULL;
+}
+
+/* The free number a device synchronization that begins now covers: pass it to ca_reuse_synced. */
+static inline uint64_t ca_reuse_token(const ca_reuse *r)
+{
+    return r->free_seq;
+}
+
+/* A block merged from two free ones waits for the later of their frees. */
+static inline void ca_reuse_merge_stamp(uint64_t *into, uint64_t from)
+{
+    if (from > *into)
+        *into = from;
+}
+
+/* The verbs. Under the device lock unless said otherwise; those that wait drop it meanwhile
+ * (an unlocked window), so whatever the caller found before may have changed after. */
+
+/* reuse/window.c: unlocked windows and the switch to fences. */
+/* Drop the lock around a blocking backend call; a device reset waits for every open window. */
 void ca_window_begin(ca_device *d);
-/* Take the lock back after a window, first waiting out a mode switch that began meanwhile
- * (blocks freed before it are not safe until its device synchronization returned). */
+/* Take the lock back after a window, first waiting out a mode switch that began meanwhile. */
 void ca_window_end(ca_device *d);
-/* Under the lock: wait (dropping it meanwhile) until no mode switch runs. */
-void ca_wait_switch(ca_device *d);
-/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
- * the device is synchronized once, with allocations stopped, before any other stream may
- * receive them (owed until after a capture when quiet). Drops the lock meanwhile. */
-void ca_fence_switch(ca_arena *a, ca_device *d);
+/* Wait, the lock dropped meanwhile, until no window is open (nor, if switches, a switch runs). */
+void ca_window_drain(ca_device *d, bool switches);
+/* A fork's child: no thread of it is inside a window or a switch, whatever the parent's did. */
+void ca_window_forget(ca_device *d);
+/* Wait, the lock dropped meanwhile, until no synchronization that stops allocations runs. */
+void ca_reuse_wait_switch(ca_device *d);
+/* Synchronize the device in a window (alone: the device's other allocations wait); its rc. */
+int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone);
+/* Leave the single-stream fast path: one device synchronization, owed instead when quiet. */
+void ca_reuse_switch(ca_arena *a, ca_device *d);
+/* A stream beside the default ones exists on d: the fast path ends (ca_reuse_switch). */
+void ca_reuse_other_stream(ca_arena *a, ca_device *d);
+/* A stream-ordered call named s: any stream but the legacy one ends the fast path. */
+void ca_reuse_stream_used(ca_arena *a, ca_device *d, ca_stream_t s);
 
-/* reuse/fence.c: fences, pending blocks and the pools' events. All under the device lock. */
-bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
-void ca_pend(ca_device *d, ca_block *b);
-bool ca_fence_record(ca_arena *a, ca_device *d);
-void ca_wait_device(ca_arena *a, ca_device *d);
-/* ca_wait_device while the device's other allocations wait: its caller is served first. */
-void ca_wait_device_alone(ca_arena *a, ca_device *d);
-bool ca_fence_poll(ca_arena *a, ca_device *d);
-void ca_pools_poll(ca_arena *a, ca_device *d);
-void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
-void ca_complete_upto(ca_device *d, uint64_t seq);
-void ca_wait_all(ca_arena *a, ca_device *d);
-ca_event_t ca_event_get(ca_arena *a, ca_device *d);
-void ca_event_put(ca_device *d, ca_event_t ev);
+/* reuse/events.c: event handles, and each stream-ordered pool's event in flight. */
+/* An idle event handle of d, created when none is kept; NULL when the backend refuses. */
+ca_event_t ca_reuse_event_get(ca_arena *a, ca_device *d);
+/* Keep ev (completed, or no longer waited for) for the next ca_reuse_event_get. */
+void ca_reuse_event_put(ca_device *d, ca_event_t ev);
+/* A new pool owes nothing to the frees made before it. */
+void ca_reuse_pool_new(ca_device *d, ca_pool *p);
+/* Frees on p's own stream: an event on it, when none is in flight, makes them safe elsewhere. */
+void ca_reuse_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
+/* Completed pool events (or idle streams) make pools' frees safe; dead, empty pools go. */
+void ca_reuse_poll_pools(ca_arena *a, ca_device *d);
+/* Destroy every event handle d's contract holds (the arena's end). */
+void ca_reuse_destroy(ca_arena *a, ca_device *d);
+/* Forget d's bookkeeping without a backend call: a reset destroyed the events with the memory. */
+void ca_reuse_forget(ca_device *d);
 
-/* reuse/quiet.c. At an allocation, under the lock: when not quiet, pays what is owed (a device
- * synchronization) and returns false; when quiet, returns true where the device cannot serve
- * at all without the device (not ready, or its fast path ended unsynchronized). */
-bool ca_quiet_refuses(ca_arena *a, ca_device *d);
+/* reuse/fence.c: pending blocks and fences. */
+/* Stamps b's free: true when b pends until a fence covers it; false: its pool may reuse it now. */
+bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api);
+/* A destroyed stream's pool p: under fences its free blocks now wait like plain frees. */
+void ca_reuse_pool_retired(ca_arena *a, ca_device *d, ca_pool *p);
+/* Fence the frees pending since the last (CACHEALLOC_FENCES=events); false: wait for the device. */
+bool ca_reuse_fence(ca_arena *a, ca_device *d);
+/* Completed fences free their blocks; true when any did. */
+bool ca_reuse_poll_fences(ca_arena *a, ca_device *d);
+/* Rung 2 of the ladder: completed fences and pool events free their blocks. */
+void ca_reuse_poll(ca_arena *a, ca_device *d);
+/* The device synchronized after token was taken (ca_reuse_token): every free up to it is safe. */
+void ca_reuse_synced(ca_device *d, uint64_t token);
+/* Whether whole segment seg may move to another pool now. */
+bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
+/* Whether the device is done with free block b: freed before its last synchronization. */
+bool ca_reuse_block_idle(const ca_device *d, const ca_block *b);
+/* b holds memory no stream has used since its last free completed: safe for every stream. */
+void ca_reuse_fresh(ca_block *b);
+#ifdef CA_DEBUG
+/* Stops the process at the first broken invariant of d's contract (ca_device_check's part). */
+void ca_reuse_check(const ca_device *d);
+#else
+static inline void ca_reuse_check(const ca_device *d) { (void)d; }
+#endif
 
-/* reuse/wait.c: before the ladder grows past pending memory, wait for it instead when the
- * cache already holds twice the working set. Call with round 0, 1, ... after each failed
- * search: true when it waited (search again), false when growing is the answer. Drops the lock
- * while it waits. */
-bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round);
+/* reuse/wait.c: waits (each drops the lock meanwhile). */
+/* Wait for the whole device once: it covers the frees and destroyed streams made before. */
+void ca_reuse_wait_device(ca_arena *a, ca_device *d);
+/* Rung 5 of the ladder: wait for every fence and pool event; false when d does not fence. */
+bool ca_reuse_wait_all(ca_arena *a, ca_device *d);
+/* Rung 4: over the pending budget, wait instead of growing (round 0, 1, ...); false: grow. */
+bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round);
+
+/* reuse/streams.c: the streams watched; arena.c's stream doors call these. */
+/* Stream s was created on d (nonblocking: outside the legacy stream's order). */
+void ca_reuse_stream_created(ca_arena *a, ca_device *d, ca_stream_t s, bool nonblocking);
+/* The program used stream s (the legacy stream from another thread included) on d. */
+void ca_reuse_stream_seen(ca_arena *a, ca_device *d, ca_stream_t s);
+/* Stream s was destroyed: out of the fence set, its last work watched (or waited for). */
+void ca_reuse_stream_destroyed(ca_arena *a, ca_device *d, ca_stream_t s);
+
+/* reuse/quiet.c: no backend call while a stream capture is under way (ca_quiet_begin/end). */
+/* At an allocation: pays a capture's debt, or (while quiet) whether d cannot serve at all. */
+bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d);
 
 #endif

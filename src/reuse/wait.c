@@ -1,10 +1,12 @@
-/* Wait or grow: what the ladder does when the memory that would serve a request is pending.
+/* Waits: for the whole device, for everything the contract holds, and, before the ladder
+ * grows past pending memory, for just the fences that cover the request.
  *
  * Growing avoids a wait, but a loop that frees and allocates faster than its fences complete
  * then grows without bound: each segment is asked for while the previous ones wait. So the
  * cache grows past pending memory only while it holds at most twice the working set (allocated
- * bytes plus the request); beyond that it waits, unlocked, for the oldest fences that cover the
- * request's size in pending bytes and searches again. docs/arena.md gives the measurements. */
+ * bytes plus the request); beyond that it waits, unlocked, and searches again: for the oldest
+ * fences that cover the request's size in pending bytes (CACHEALLOC_FENCES=events), or for the
+ * whole device (sync, the default). docs/arena.md gives the measurements. */
 #include <sched.h>
 #include <stdlib.h>
 
@@ -12,6 +14,78 @@
 #include "clock.h"
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
+
+/* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
+ * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
+ * the device's other allocations wait until it returned, as they do for the mode switch. */
+static void wait_device(ca_arena *a, ca_device *d, bool alone)
+{
+    if (ca_quiet(a))
+        return;
+    ca_reuse *r = &d->reuse;
+    uint64_t token = r->free_seq, dying = r->dying_stamp;
+    if (ca_reuse_sync(a, d, alone) != CA_OK)
+        return;
+    ca_reuse_synced(d, token);
+    for (int i = 0; i < r->ndying; i++)
+        if (r->dying[i].stamp <= dying)
+            r->dying[i].done = true;
+}
+
+void ca_reuse_wait_device(ca_arena *a, ca_device *d) { wait_device(a, d, false); }
+
+/* What everything the contract holds waits for, copied (so the wait can drop the lock): the
+ * destroyed streams' last events, the pools' events in flight, the newest fence's events. */
+static int events_to_wait(const ca_device *d, ca_event_t *evs)
+{
+    const ca_reuse *r = &d->reuse;
+    int k = 0;
+    for (int i = 0; i < r->ndying; i++)
+        evs[k++] = r->dying[i].ev;
+    for (int i = 0; i < d->npools; i++)
+        if (d->pools[i]->ev_inflight)
+            evs[k++] = d->pools[i]->ev;
+    if (r->fence_tail)
+        for (int i = 0; i < r->fence_tail->nev; i++)
+            evs[k++] = r->fence_tail->ev[i];
+    return k;
+}
+
+bool ca_reuse_wait_all(ca_arena *a, ca_device *d)
+{
+    ca_reuse *r = &d->reuse;
+    if (!ca_reuse_fencing(r, &a->cfg))
+        return false;
+    if (ca_quiet(a))
+        return true;
+    if (!ca_reuse_fence(a, d)) {
+        ca_reuse_wait_device(a, d);
+        return true;
+    }
+    for (int i = 0; i < d->npools; i++)
+        if (!d->pools[i]->ev_inflight && !d->pools[i]->dead &&
+            d->pools[i]->last_free_seq > d->pools[i]->safe_seq)
+            ca_reuse_async_freed(a, d, d->pools[i]);
+    /* Wait unlocked: a handle recycled meanwhile only makes the wait longer, never shorter
+     * than the work it covered. */
+    int n = r->ndying + d->npools + (r->fence_tail ? r->fence_tail->nev : 0);
+    if (n == 0)
+        return true;
+    ca_event_t *evs = malloc((size_t)n * sizeof *evs);
+    if (!evs) {
+        ca_reuse_wait_device(a, d);
+        return true;
+    }
+    int k = events_to_wait(d, evs);
+    ca_window_begin(d);
+    for (int i = 0; i < k; i++)
+        a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
+    ca_window_end(d);
+    free(evs);
+    ca_reuse_poll_fences(a, d);
+    ca_reuse_poll_pools(a, d);
+    return true;
+}
 
 /* Rounds of waiting before the caller grows after all. Other threads may take what a wait
  * freed (and free it again, pending), or what it freed may be scattered: later rounds wait for
@@ -27,10 +101,10 @@ static bool within_budget(const ca_device *d, size_t rounded)
 
 /* The free number at which the oldest pending blocks add up to need bytes (the newest pending
  * block's when they never do). */
-static uint64_t seq_covering(const ca_device *d, uint64_t need)
+static uint64_t seq_covering(const ca_reuse *r, uint64_t need)
 {
     uint64_t sum = 0;
-    for (const ca_block *b = d->reuse.pend_head; b; b = b->lnext)
+    for (const ca_block *b = r->pend_head; b; b = b->lnext)
         if ((sum += b->size) >= need || !b->lnext)
             return b->free_seq;
     return 0;
@@ -38,9 +112,9 @@ static uint64_t seq_covering(const ca_device *d, uint64_t need)
 
 /* The oldest fence covering seq, or NULL when none does (frees made since the last fence, or
  * one that could not be recorded). */
-static ca_fence *fence_covering(const ca_device *d, uint64_t seq)
+static ca_fence *fence_covering(const ca_reuse *r, uint64_t seq)
 {
-    for (ca_fence *f = d->reuse.fence_head; f; f = f->next)
+    for (ca_fence *f = r->fence_head; f; f = f->next)
         if (f->max_seq >= seq)
             return f;
     return NULL;
@@ -79,43 +153,47 @@ static void wait_event(ca_arena *a, ca_device *d, ca_event_t ev)
  * never by the wait. True when f was found complete. */
 static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
 {
+    const ca_reuse *r = &d->reuse;
     ca_event_t stack[WAIT_STACK], *evs = stack;
-    int n = f->nev + d->reuse.ndying;
+    int n = f->nev + r->ndying;
     if (n > WAIT_STACK && !(evs = malloc((size_t)n * sizeof *evs)))
         return false;
     uint64_t upto = f->max_seq;
     int k = 0;
     for (int i = 0; i < f->nev; i++)
         evs[k++] = f->ev[i];
-    for (int i = 0; i < d->reuse.ndying; i++)
-        if (!d->reuse.dying[i].done && d->reuse.dying[i].stamp <= f->dying_upto)
-            evs[k++] = d->reuse.dying[i].ev;
+    for (int i = 0; i < r->ndying; i++)
+        if (!r->dying[i].done && r->dying[i].stamp <= f->dying_upto)
+            evs[k++] = r->dying[i].ev;
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
         wait_event(a, d, evs[i]);
     ca_window_end(d);
     if (evs != stack)
         free(evs);
-    ca_fence_poll(a, d);
-    return !d->reuse.fence_head || d->reuse.fence_head->max_seq > upto;
+    ca_reuse_poll_fences(a, d);
+    return !r->fence_head || r->fence_head->max_seq > upto;
 }
 
-bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int round)
+/* Called with round 0, 1, ... after each failed search of the ladder: true when it waited
+ * (search again), false when growing is the answer. */
+bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round)
 {
-    if (!ca_reuse_fencing(&d->reuse, &a->cfg) || !d->reuse.pend_head || round > ROUND_ALONE ||
-        within_budget(d, rounded) || ca_reuse_hushed(&d->reuse, ca_quiet(a)))
+    const ca_reuse *r = &d->reuse;
+    if (!ca_reuse_fencing(r, &a->cfg) || !r->pend_head || round > ROUND_ALONE ||
+        within_budget(d, rounded) || ca_reuse_hushed(r, ca_quiet(a)))
         return false;
     if (round == ROUND_ALONE) {
-        ca_wait_device_alone(a, d);
+        wait_device(a, d, true);
         return true;
     }
     if (a->cfg.fences == CA_FENCES_SYNC) {
-        ca_wait_device(a, d); /* every pending block at once, no event recorded */
+        wait_device(a, d, false); /* every pending block at once, no event recorded */
         return true;
     }
-    ca_fence *f = fence_covering(d, seq_covering(d, round == 0 ? rounded : UINT64_MAX));
+    ca_fence *f = fence_covering(r, seq_covering(r, round == 0 ? rounded : UINT64_MAX));
     /* A device synchronization waits no longer than a fence recorded now would. */
     if (!f || !wait_fence(a, d, f))
-        ca_wait_device(a, d);
+        wait_device(a, d, false);
     return true;
 }

@@ -1,6 +1,7 @@
 /* Unlocked windows: a thread drops its device's lock around a blocking device call, and the
  * one switch of a device from its single-stream fast path to fences, which stops allocations
- * until its device synchronization returned. */
+ * until its device synchronization returned. The bottom of the module: it calls nothing of
+ * the rest. */
 #include "arena_internal.h"
 
 void ca_window_begin(ca_device *d)
@@ -9,32 +10,69 @@ void ca_window_begin(ca_device *d)
     ca_lock_release(&d->lock);
 }
 
-void ca_window_end(ca_device *d)
+void ca_reuse_wait_switch(ca_device *d)
 {
-    ca_lock_acquire(&d->lock);
     while (__atomic_load_n(&d->reuse.switching, __ATOMIC_ACQUIRE)) {
         ca_lock_release(&d->lock);
         ca_futex_wait(&d->reuse.switching, 1);
         ca_lock_acquire(&d->lock);
     }
+}
+
+/* The lock is held again: the window is closed, and a reset waiting for the last one may go. */
+static void window_closed(ca_device *d)
+{
     if (--d->reuse.windows == 0)
         ca_futex_wake_all(&d->reuse.windows);
 }
 
-void ca_wait_switch(ca_device *d)
+void ca_window_end(ca_device *d)
 {
-    while (__atomic_load_n(&d->reuse.switching, __ATOMIC_ACQUIRE)) {
+    ca_lock_acquire(&d->lock);
+    ca_reuse_wait_switch(d);
+    window_closed(d);
+}
+
+void ca_window_drain(ca_device *d, bool switches)
+{
+    for (uint32_t w; (w = d->reuse.windows) != 0 || (switches && d->reuse.switching);) {
         ca_lock_release(&d->lock);
-        ca_futex_wait(&d->reuse.switching, 1);
+        if (w)
+            ca_futex_wait(&d->reuse.windows, w);
+        else
+            ca_futex_wait(&d->reuse.switching, 1);
         ca_lock_acquire(&d->lock);
     }
 }
 
-/* Leave the single-stream fast path: blocks freed so far were safe by stream order alone, so
- * wait once for the device before any other stream may receive them. Drops the lock. */
-void ca_fence_switch(ca_arena *a, ca_device *d)
+void ca_window_forget(ca_device *d)
 {
-    ca_wait_switch(d);
+    d->reuse.switching = 0;
+    d->reuse.windows = 0;
+}
+
+int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone)
+{
+    d->st.device_syncs++;
+    if (alone)
+        __atomic_store_n(&d->reuse.switching, 1, __ATOMIC_RELEASE);
+    ca_window_begin(d);
+    int rc = a->be.device_synchronize(a->be.ctx, d->id);
+    if (!alone) {
+        ca_window_end(d);
+        return rc;
+    }
+    /* Not ca_window_end: it would wait for this very switch. */
+    ca_lock_acquire(&d->lock);
+    __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
+    ca_futex_wake_all(&d->reuse.switching);
+    window_closed(d);
+    return rc;
+}
+
+void ca_reuse_switch(ca_arena *a, ca_device *d)
+{
+    ca_reuse_wait_switch(d);
     if (d->reuse.fenced)
         return;
     if (ca_quiet(a) && a->cfg.reuse == CA_REUSE_SAFE && a->cfg.pool != CA_POOL_NONE) {
@@ -44,13 +82,20 @@ void ca_fence_switch(ca_arena *a, ca_device *d)
     d->reuse.fenced = true;
     if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
         return;
-    __atomic_store_n(&d->reuse.switching, 1, __ATOMIC_RELEASE);
-    d->st.device_syncs++;
-    ca_window_begin(d);
-    a->be.device_synchronize(a->be.ctx, d->id);
-    ca_lock_acquire(&d->lock);
-    __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
-    ca_futex_wake_all(&d->reuse.switching);
-    if (--d->reuse.windows == 0)
-        ca_futex_wake_all(&d->reuse.windows);
+    (void)ca_reuse_sync(a, d, true);
+}
+
+void ca_reuse_other_stream(ca_arena *a, ca_device *d)
+{
+    /* A block a thread keeps from a plain free may have been used on that stream: thread
+     * caches give such blocks back to the fences from now on. */
+    __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
+    if (!d->reuse.fenced)
+        ca_reuse_switch(a, d);
+}
+
+void ca_reuse_stream_used(ca_arena *a, ca_device *d, ca_stream_t s)
+{
+    if (s != CA_STREAM_LEGACY)
+        ca_reuse_other_stream(a, d);
 }
