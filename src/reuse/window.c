@@ -3,6 +3,7 @@
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 void ca_window_begin(ca_device *d)
 {
@@ -22,6 +23,7 @@ void ca_reuse_wait_switch(ca_device *d)
 /* The lock is held again: the window is closed, and a reset waiting for the last one may go. */
 static void window_closed(ca_device *d)
 {
+    ca_assert(d->reuse.windows > 0);
     if (--d->reuse.windows == 0)
         ca_futex_wake_all(&d->reuse.windows);
 }
