@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena_internal.h"
+#include "arena_ladder.h"
 #include "ca_compiler.h"
 #include "grow.h"
 #include "clock.h"

@@ -2,7 +2,7 @@
  * walk, and the arena's own life cycle. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
+#include "arena_ladder.h"
 #include "ca_assert.h"
 #include "arena_tcache.h"
 #include "neighbours.h"

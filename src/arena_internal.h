@@ -1,4 +1,6 @@
-/* Private structures of the arena, shared by its source files only. */
+/* Private structures of the arena, shared by its source files only, and the functions of the
+ * files below the ladder (arena.c's own are in arena_ladder.h, the reuse contract's in
+ * reuse/reuse.h). */
 #ifndef CACHEALLOC_ARENA_INTERNAL_H
 #define CACHEALLOC_ARENA_INTERNAL_H
 
@@ -159,12 +161,6 @@ void ca_device_check(ca_device *d);
 #else
 static inline void ca_device_check(ca_device *d) { (void)d; }
 #endif
-
-/* arena.c */
-ca_device *ca_device_get(ca_arena *a, int dev);
-/* Free every block the threads keep on dev (dev < 0: all) through the pools. Not under a
- * device lock. */
-void ca_tc_return(ca_arena *a, int dev);
 
 static inline ca_device *ca_device_peek(ca_arena *a, int dev)
 {
