@@ -9,11 +9,18 @@
 2. No header includes itself through others.
    The shim never reaches the arena's private header, not even through another header: the
    inline hit it compiles reads the arena through src/arena_hot.h only.
+   Only the files above the ladder reach arena.c's header (src/arena_ladder.h); the reuse
+   contract's header (src/reuse/reuse.h) reaches none of the arena's private headers, and the
+   lock's, the map's and the bins' headers do not reach it.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
    directly or around a circle: files depend downward.
 4. Below the arena, the options and the statistics libraries use nothing of a library above.
+5. Within the arena library, groups of files in layers: the reuse contract (src/reuse/) uses
+   nothing of the ladder (arena.c), directly or through other files, and the lock, the map and
+   the bins use nothing of the contract. Each group must name files that exist.
 Exits 1 and names every breach.
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -26,7 +33,26 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "tests/simdevice": {"tests/simdevice"},
 }
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
-    "shim": {"src/arena_internal.h"},
+    "shim": {"src/arena_internal.h", "src/reuse/reuse.h"},
+}
+ONLY = {  # header -> the only files that may reach it, directly or through others
+    # arena.c's own functions: for the files above the ladder, never for a rung of it.
+    "src/arena_ladder.h": {"src/arena.c", "src/arena_admin.c"},
+}
+UNREACHED = {  # file -> headers it may not reach, directly or through others
+    # The contract's header comes before the arena's structures (which embed its state).
+    "src/reuse/reuse.h": {"src/arena_internal.h", "src/arena_ladder.h"},
+    "src/arena_lock.h": {"src/reuse/reuse.h"},
+    "src/arena_map.h": {"src/reuse/reuse.h"},
+    "src/arena_bins.h": {"src/reuse/reuse.h"},
+}
+RANKS = {  # a library's objects -> groups of its source files (under src/), lowest first; no
+    # object of a group uses one of a higher group, directly or through other objects
+    "libcaarena.a.p": [
+        ["arena_lock.c", "arena_map.c", "arena_bins.c"],
+        ["reuse/*.c"],
+        ["arena.c"],
+    ],
 }
 BELOW = {  # a library's objects -> the libraries above it, whose symbols it may not use
     "libcaoptions.a.p": ["libcastats.a.p", "libcaarena.a.p"],
@@ -129,8 +155,18 @@ def check_includes(root):
     for comp in cycles(header_graph):
         errors.append("headers include each other: " + " -> ".join(comp))
     for rel in sorted(graph):
-        for bad in sorted(PRIVATE.get(layer_of(rel), set()) & reached(graph, rel)):
+        seen = reached(graph, rel)
+        for bad in sorted(PRIVATE.get(layer_of(rel), set()) & seen):
             errors.append("%s reaches %s: private to its layer" % (rel, bad))
+        for bad in sorted(UNREACHED.get(rel, set()) & seen):
+            errors.append("%s reaches %s: that header is above it" % (rel, bad))
+        for header, allowed in sorted(ONLY.items()):
+            if header in seen and rel not in allowed:
+                errors.append("%s reaches %s: only %s may" %
+                              (rel, header, ", ".join(sorted(allowed))))
+    for name in sorted(set(ONLY) | set(UNREACHED)):
+        if not os.path.exists(os.path.join(root, name)):
+            errors.append("no file %s, which the layering names" % name)
     return errors
 
 
@@ -170,6 +206,35 @@ def object_calls(objdir):
             for u, syms in used.items()}
 
 
+def unit_of(source):
+    """The object name meson gives a source of src/ (its path, / as _, no extension)."""
+    return source.rsplit(".", 1)[0].replace("/", "_")
+
+
+def rank_breaches(objdirs):
+    """Uses that RANKS forbids: an object using one of a higher group, even through others."""
+    by_name = {os.path.basename(d): d for d in objdirs if os.path.isdir(d)}
+    errors = []
+    for lib, groups in sorted(RANKS.items()):
+        if lib not in by_name:
+            continue
+        calls = object_calls(by_name[lib])
+        units = {f.split(".")[0] for f in os.listdir(by_name[lib]) if f.endswith(".o")}
+        members = []
+        for group in groups:
+            found = {u for u in units for pattern in group
+                     if fnmatch.fnmatchcase(u, unit_of(pattern))}
+            if not found:
+                errors.append("%s: no object of %s" % (lib, ", ".join(group)))
+            members.append(found)
+        for i, low in enumerate(members):
+            high = set().union(*members[i + 1:])
+            for unit in sorted(low):
+                for bad in sorted(reached(calls, unit) & high):
+                    errors.append("%s: %s uses %s, which is above it" % (lib, unit, bad))
+    return errors
+
+
 def library_breaches(objdirs):
     """Uses that BELOW forbids: a library using what one above it defines."""
     by_name = {os.path.basename(d): d for d in objdirs if os.path.isdir(d)}
@@ -202,6 +267,7 @@ def main():
             errors.append("%s: files call each other: %s" %
                           (os.path.basename(objdir), " -> ".join(comp)))
     errors += library_breaches(sys.argv[2:])
+    errors += rank_breaches(sys.argv[2:])
     for e in errors:
         print(e)
     print("layers: %s" % ("%d breaches" % len(errors) if errors else "ok"))
