@@ -293,7 +293,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     }
     if (solo)
         ca_range_mark_solo(s, h->addr, map, true);
-    ca_reuse_fresh(h); /* never used */
+    ca_reuse_stamp_fresh(&h->free_seq); /* never used */
     h->state = BLOCK_ALLOC;
     d->st.reserved_bytes += map;
     ca_note_peaks(&d->st);

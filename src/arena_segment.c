@@ -255,7 +255,7 @@ void ca_block_merge(ca_device *d, ca_block *left, ca_block *right)
     left->next = right->next;
     if (right->next)
         right->next->prev = left;
-    ca_reuse_merge_stamp(&left->free_seq, right->free_seq);
+    ca_reuse_stamp_merge(&left->free_seq, right->free_seq);
     ca_block_recycle(d, right);
 }
 

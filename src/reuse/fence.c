@@ -25,11 +25,6 @@ bool ca_reuse_block_idle(const ca_device *d, const ca_block *b)
     return b->free_seq <= d->reuse.synced_seq;
 }
 
-void ca_reuse_fresh(ca_block *b)
-{
-    b->free_seq = 0;
-}
-
 /* b waits at the tail of the pending list, which stays in the order of the frees. */
 static void pend(ca_device *d, ca_block *b)
 {
@@ -102,7 +97,7 @@ static void release_pending(ca_device *d, uint64_t seq)
         b->lnext = b->lprev = NULL;
         ca_assert(b->state == BLOCK_PENDING && d->st.pending_bytes >= b->size);
         d->st.pending_bytes -= b->size;
-        ca_reuse_fresh(b); /* its fence completed: safe for every stream */
+        ca_reuse_stamp_fresh(&b->free_seq); /* its fence completed */
         ca_block_free(d, b);
     }
 }

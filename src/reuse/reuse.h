@@ -111,8 +111,17 @@ static inline uint64_t ca_reuse_token(const ca_reuse *r)
     return r->free_seq;
 }
 
+/* A block's stamp (ca_block.free_seq, the number of its last free), for the files below the
+ * module that split, merge and map blocks: inline, so that they call nothing of it. */
+
+/* Memory no stream has used since its fence completed, or ever: safe for every stream. */
+static inline void ca_reuse_stamp_fresh(uint64_t *stamp)
+{
+    *stamp = 0;
+}
+
 /* A block merged from two free ones waits for the later of their frees. */
-static inline void ca_reuse_merge_stamp(uint64_t *into, uint64_t from)
+static inline void ca_reuse_stamp_merge(uint64_t *into, uint64_t from)
 {
     if (from > *into)
         *into = from;
@@ -174,8 +183,6 @@ void ca_reuse_synced(ca_device *d, uint64_t token);
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
 /* Whether the device is done with free block b: freed before its last synchronization. */
 bool ca_reuse_block_idle(const ca_device *d, const ca_block *b);
-/* b holds memory no stream has used since its last free completed: safe for every stream. */
-void ca_reuse_fresh(ca_block *b);
 #ifdef CA_DEBUG
 /* Stops the process at the first broken invariant of d's contract (ca_device_check's part). */
 void ca_reuse_check(const ca_device *d);
