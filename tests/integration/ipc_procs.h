@@ -65,7 +65,8 @@ static inline void ipc_send_line(int fd, const char *s)
     EXPECT(n > 0 && n < (int)sizeof buf && write(fd, buf, (size_t)n) == n);
 }
 
-/* Reads a line into buf without its newline: 0, or -1 at the end of the pipe. */
+/* Reads a line into buf without its newline (what does not fit is dropped): 0, or -1 at the
+ * end of the pipe. */
 static inline int ipc_read_line(int fd, char *buf, size_t size)
 {
     size_t n = 0;
@@ -73,9 +74,10 @@ static inline int ipc_read_line(int fd, char *buf, size_t size)
         char c;
         if (read(fd, &c, 1) != 1)
             return -1;
-        if (c == '\n' || n + 1 == size)
+        if (c == '\n')
             break;
-        buf[n++] = c;
+        if (n + 1 < size)
+            buf[n++] = c;
     }
     buf[n] = '\0';
     return 0;
