@@ -23,9 +23,13 @@
  *   "importer-killed-awaited"  the same, but the importers die (at their first, 50th or 100th
  *                      mapping) while the exporter awaits their acknowledgement of a message
  *                      it sent: only they pay for their mappings (see importer_killed).
- * SIMDEV_VMM_CREATE_US (1000 here) makes each mapping's export and import take a millisecond,
- * so that a kill at an importer's first mapping lands hundreds of milliseconds before the
- * exchange could end; an importer whose open ended first anyway is run again (at most 20). */
+ * SIMDEV_VMM_CREATE_US=1000 makes each mapping's export or import take a millisecond, so that
+ * a kill at an importer's first mapping lands a hundred milliseconds or more before the
+ * exchange could end: for both sides in "importer-killed" (the test sets it), for the
+ * importers alone in "importer-killed-awaited", for the exporters in "exporter-killed" (the
+ * program sets it, and a tenth of it for the importer that kills one midway, which then sees
+ * the end of the connection within milliseconds of the kill). An importer whose open ended
+ * first anyway is run again (at most 20). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -128,6 +132,8 @@ static void refused_at_once(gpuIpcMemHandle_t h)
  * ack; it exits when ctl ends (the test gone) unless killed before. */
 static int serve(int pieces, int out, int ctl, int ack)
 {
+    /* Before the first call, which reads the simulator's costs. */
+    EXPECT(setenv("SIMDEV_VMM_CREATE_US", "1000", 1) == 0);
     void *p = pieces > 1 ? ipc_block_over(pieces) : NULL;
     if (pieces > 1) {
         for (int k = 0; k < pieces; k++)
@@ -193,6 +199,9 @@ static int midway(const char *hex, pid_t exporter)
     void *p = NULL;
     watch w;
     EXPECT(ipc_peer_unhex(hex, &h) == 0);
+    /* A tenth of the exporter's cost, before the first call reads it: the first message's
+     * mappings take long enough to be killed among, quickly enough to fail soon after. */
+    EXPECT(setenv("SIMDEV_VMM_CREATE_US", "100", 1) == 0);
     ipc_warm_up();
     int fds = open_fds();
     struct simdev_counters before = sim_counters(0);
