@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arena_internal.h"
+#include "ca_assert.h"
 #include "ca_compiler.h"
 #include "grow.h"
 #include "clock.h"
@@ -92,7 +93,7 @@ static void device_ready(ca_arena *a, ca_device *d, bool *driver_failed)
         size_t size = ca_segment_size(&a->cfg, ca_round_request(&a->cfg, a->cfg.prealloc_bytes));
         ca_block *b;
         if (!d->limit || size <= d->limit)
-            (void)ca_segment_new(a, d, &d->plain, size, false, true, &b, driver_failed);
+            (void)ca_segment_new(a, d, &d->plain, size, false, true, 0, &b, driver_failed, NULL);
     }
 }
 
@@ -227,6 +228,29 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
             d->st.pending_bytes, limit, largest);
 }
 
+/* A new segment of size bytes whose first block serves rounded at an aligned start. A runtime
+ * may answer bases aligned to less than a block needs (chipStar's and ROCm's to 128 bytes):
+ * blocks then begin at the next boundary, and an allocation left too short that way goes back,
+ * to be asked again with room (ca_segment_new asks every later one so). */
+static ca_status segment_for(ca_arena *a, ca_device *d, ca_pool *p, size_t size, bool small,
+                             size_t rounded, ca_block **out, bool *driver_failed)
+{
+    void *unfit = NULL;
+    ca_status rc = ca_segment_new(a, d, p, size, small, false, rounded, out, driver_failed, &unfit);
+    if (!unfit)
+        return rc;
+    d->st.driver_free_calls++;
+    ca_window_begin(d);
+    a->be.release(a->be.ctx, d->id, unfit);
+    ca_window_end(d);
+    if (ca_quiet(a)) /* a capture began meanwhile: no more driver calls */
+        return CA_ERR_BACKEND;
+    unfit = NULL;
+    rc = ca_segment_new(a, d, p, size, small, false, rounded, out, driver_failed, &unfit);
+    ca_assert(unfit == NULL); /* asked with room for any base */
+    return rc;
+}
+
 /* Rung 4 of the ladder: a new segment, unless the limit forbids it. *full says the device (or the
  * limit) had no room; *driver_failed that the runtime recorded an error to clear. */
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
@@ -261,9 +285,9 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
         seg = rounded;
     }
     ca_block *b = NULL;
-    ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b, driver_failed);
+    ca_status rc = segment_for(a, d, p, seg, small, rounded, &b, driver_failed);
     if (rc != CA_OK && *driver_failed && seg > rounded)
-        rc = ca_segment_new(a, d, p, rounded, small, false, &b, driver_failed);
+        rc = segment_for(a, d, p, rounded, small, rounded, &b, driver_failed);
     if (rc != CA_OK && *driver_failed)
         *full = true;
     return rc == CA_OK ? b : NULL;
@@ -425,7 +449,7 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
         return CA_ERR_OOM;
     ca_block *b = NULL;
     bool driver_failed = false; /* nothing to clear: the program sees the driver's own answer */
-    ca_status rc = ca_segment_new(a, d, &d->plain, rounded, small, false, &b, &driver_failed);
+    ca_status rc = segment_for(a, d, &d->plain, rounded, small, rounded, &b, &driver_failed);
     if (rc != CA_OK)
         return rc;
     *out = ca_block_take(a, d, b, rounded);

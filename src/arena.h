@@ -190,6 +190,8 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
  * the block of that segment that holds it. */
 typedef struct ca_place {
     int dev;
+    /* The driver allocation holding it: a plain segment's blocks may begin a little after its
+     * base and end before its end, where the driver's base was aligned to less than a block. */
     uintptr_t seg_base;
     size_t seg_size;
     int expandable;  /* a reserved range mapped page by page, not one driver allocation */
