@@ -106,6 +106,8 @@ static ca_runtime hip_rt = {
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,
     .slot = CA_RT_HIP,
+    /* hip_runtime_api.h: hipFree "performs an implicit hipDeviceSynchronize() call". */
+    .reuse_default = CA_REUSE_SYNC,
     .pci_attrs = {67, 68, 69}, /* hipDeviceAttributePciBusId, PciDeviceId, PciDomainID */
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };

@@ -446,14 +446,16 @@ void ca_expand_teardown(ca_arena *a, ca_device *d);
 /* arena_fence.c: the reuse contract's bookkeeping. All under the device lock. */
 static inline bool ca_fencing(const ca_arena *a, const ca_device *d)
 {
-    return d->fenced && a->cfg.reuse == CA_REUSE_SAFE;
+    return d->fenced && a->cfg.reuse != CA_REUSE_STREAM;
 }
 bool ca_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
 void ca_pend(ca_device *d, ca_block *b);
 bool ca_fence_record(ca_arena *a, ca_device *d);
-void ca_wait_device(ca_arena *a, ca_device *d);
+/* Synchronize the device, unlocked (a window), and complete what that covers: true when it did
+ * (not quiet, and the device answered success). */
+bool ca_wait_device(ca_arena *a, ca_device *d);
 /* ca_wait_device while the device's other allocations wait: its caller is served first. */
-void ca_wait_device_alone(ca_arena *a, ca_device *d);
+bool ca_wait_device_alone(ca_arena *a, ca_device *d);
 bool ca_fence_poll(ca_arena *a, ca_device *d);
 void ca_pools_poll(ca_arena *a, ca_device *d);
 void ca_async_freed(ca_arena *a, ca_device *d, ca_pool *p);
