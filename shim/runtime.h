@@ -85,8 +85,9 @@ typedef struct ca_rt_fns {
     /* Optional: page-locked host memory (host_front.c), the driver's or runtime's own calls. */
     ca_rt_err (*host_alloc)(void **ptr, size_t size, unsigned flags);
     ca_rt_err (*host_free)(void *ptr);
-    /* Optional, HIP's door: the range query it answers for cached pinned blocks. */
+    /* Optional, HIP's door: the address queries it answers for the cache's blocks. */
     ca_rt_err (*mem_get_address_range)(void **base, size_t *size, void *ptr);
+    ca_rt_err (*mem_ptr_get_info)(void *ptr, size_t *size);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
     /* Optional: a device's attribute (its ordinal; codes in ca_runtime.pci_attrs) and UUID
