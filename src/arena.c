@@ -228,10 +228,10 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
             d->st.pending_bytes, limit, largest);
 }
 
-/* A new segment of size bytes whose first block serves rounded at an aligned start. A runtime
- * may answer bases aligned to less than a block needs (chipStar's and ROCm's to 128 bytes):
- * blocks then begin at the next boundary, and an allocation left too short that way goes back,
- * to be asked again with room (ca_segment_new asks every later one so). */
+/* A new segment of size bytes whose first block serves rounded. A runtime may answer bases
+ * aligned to less than a block needs (chipStar's and ROCm's to 128 bytes): blocks then begin at
+ * the next boundary, and an allocation left too short that way goes back, to be asked again
+ * with room (ca_segment_new asks every later one so). */
 static ca_status segment_for(ca_arena *a, ca_device *d, ca_pool *p, size_t size, bool small,
                              size_t rounded, ca_block **out, bool *driver_failed)
 {

@@ -278,10 +278,10 @@ void ca_seg_remove(ca_device *d, ca_segment *s);
 void ca_note_peaks(ca_dev_stats *st);
 /* A segment of `size` bytes from the driver, whose first block (all of it, free) comes back in
  * *out; every block of it starts on CA_ROUND, whatever base the driver answered. rounded (0:
- * none) is the request it must serve at an aligned start: where the driver's base left too
- * little room for it, nothing is made, *unfit gets the driver's allocation for the caller to
- * give back without the lock, and later segments that must hold their request are asked with
- * room (CA_ERR_BACKEND). */
+ * none) is the request it must serve: where the driver's base left too little room for it,
+ * nothing is made, *unfit gets the driver's allocation for the caller to give back without the
+ * lock (CA_ERR_BACKEND), and from then on the device's segments that must hold their request
+ * are asked with room for it, a large block's alignment included. */
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
                          bool pinned, size_t rounded, ca_block **out, bool *driver_failed,
                          void **unfit);

@@ -149,36 +149,30 @@ void ca_note_peaks(ca_dev_stats *st)
         st->peak_allocated_bytes = st->allocated_bytes;
 }
 
-/* The alignment a segment's first block needs to serve rounded (0: none) in place: a binned
- * block is the whole segment, never preceded by a free one, so a large one starts on the large
- * alignment itself; any other first block on CA_ROUND, ca_block_take skipping the rest. */
-static size_t first_align(const ca_arena *a, size_t rounded)
-{
-    size_t big = a->cfg.big_align;
-    return a->cfg.pool == CA_POOL_BINNED && big && rounded >= big ? big : CA_ROUND;
-}
-
-/* What a segment that must hold rounded bytes is asked beyond them where bases come unaligned:
- * enough for any base (docs/arena.md, "Segment bases"). */
+/* What a segment that must hold rounded bytes is asked beyond them where the device's bases
+ * come unaligned: CA_ROUND, so that its first block holds them whatever the base; a large
+ * block's alignment more, so that ca_block_take can start it there (not in the binned pool,
+ * whose block is its whole segment: it starts where the segment does). */
 static size_t room_for(const ca_arena *a, size_t rounded)
 {
     size_t big = a->cfg.big_align;
-    return big && rounded >= big ? big : CA_ROUND;
+    return big && rounded >= big && a->cfg.pool != CA_POOL_BINNED ? big : CA_ROUND;
 }
 
-/* Blocks tile [base, base + size) of the driver's [ptr, ptr + got): from the first boundary of
- * the first block's alignment up to the last CA_ROUND boundary, no more than `want` bytes or
- * what serves rounded at an aligned start, whichever is more (a binned segment stays its
- * class's size). Every block then starts on CA_ROUND at least, whatever the driver's base. */
+/* Blocks tile [base, base + size) of the driver's [ptr, ptr + got): from the first CA_ROUND
+ * boundary to the last, no more than `want` bytes or what serves rounded at its aligned start,
+ * whichever is more (a binned segment stays its class's size). Every block then starts on
+ * CA_ROUND at least, whatever the driver's base. */
 static void place(const ca_arena *a, ca_segment *seg, uintptr_t ptr, size_t got, size_t want,
                   size_t rounded)
 {
-    uintptr_t base = ca_align_up(ptr, first_align(a, rounded));
+    uintptr_t base = ca_align_up(ptr, CA_ROUND);
     uintptr_t end = ca_align_down(ptr + got, CA_ROUND);
     size_t size = end > base ? end - base : 0;
-    size_t keep = rounded + ca_align_pad(base, rounded, a->cfg.big_align);
-    if (keep < want)
-        keep = want;
+    size_t keep = want;
+    if (a->cfg.pool != CA_POOL_BINNED &&
+        rounded + ca_align_pad(base, rounded, a->cfg.big_align) > keep)
+        keep = rounded + ca_align_pad(base, rounded, a->cfg.big_align);
     if (size > keep)
         size = keep;
     seg->base = base;
@@ -217,8 +211,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     if ((uintptr_t)ptr % CA_ROUND)
         d->bases_unaligned = true;
     place(a, seg, (uintptr_t)ptr, ask, size, rounded);
-    if (rounded && (seg->size < rounded || seg->size < rounded + ca_align_pad(seg->base, rounded,
-                                                                             a->cfg.big_align))) {
+    if (seg->size < rounded) {
         /* The base left too little room: the caller gives it back (the lock dropped). */
         *unfit = ptr;
         free(seg);

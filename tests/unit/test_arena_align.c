@@ -170,7 +170,9 @@ static void test_unaligned_bases_exact_segments(void **state)
     stop();
 }
 
-/* Binned blocks are whole segments, reused only at their exact size: they still are. */
+/* Binned blocks are whole segments, reused only at their exact size: they still are, and
+ * start on 512 bytes (a binned block starts where its segment does: the large alignment is
+ * the driver's). */
 static void test_unaligned_bases_binned(void **state)
 {
     (void)state;
@@ -178,8 +180,8 @@ static void test_unaligned_bases_binned(void **state)
     for (int round = 0; round < 3; round++) {
         uintptr_t s = must(1000), m = must(128 * KiB), l = must(4 * MiB);
         assert_int_equal(s % 512, 0);
-        assert_int_equal(m % ALIGN, 0);
-        assert_int_equal(l % ALIGN, 0);
+        assert_int_equal(m % 512, 0);
+        assert_int_equal(l % 512, 0);
         balanced();
         assert_int_equal(ca_free(A, (void *)s, NULL, CA_API_PLAIN, NULL), CA_OK);
         assert_int_equal(ca_free(A, (void *)m, NULL, CA_API_PLAIN, NULL), CA_OK);
