@@ -151,17 +151,17 @@ void ca_note_peaks(ca_dev_stats *st)
 
 /* What a segment that must hold rounded bytes is asked beyond them where the device's bases
  * come unaligned: CA_ROUND, so that its first block holds them whatever the base; a large
- * block's alignment more, so that ca_block_take can start it there (not in the binned pool,
- * whose block is its whole segment: it starts where the segment does). */
+ * block's alignment more, so that ca_block_take can start it there. Only in the split pool:
+ * a binned or uncached block is its whole segment, and starts where the segment does. */
 static size_t room_for(const ca_arena *a, size_t rounded)
 {
     size_t big = a->cfg.big_align;
-    return big && rounded >= big && a->cfg.pool != CA_POOL_BINNED ? big : CA_ROUND;
+    return big && rounded >= big && a->cfg.pool == CA_POOL_SPLIT ? big : CA_ROUND;
 }
 
 /* Blocks tile [base, base + size) of the driver's [ptr, ptr + got): from the first CA_ROUND
  * boundary to the last, no more than `want` bytes or what serves rounded at its aligned start,
- * whichever is more (a binned segment stays its class's size). Every block then starts on
+ * whichever is more (a binned or uncached segment stays one block of its own size). Every block then starts on
  * CA_ROUND at least, whatever the driver's base. */
 static void place(const ca_arena *a, ca_segment *seg, uintptr_t ptr, size_t got, size_t want,
                   size_t rounded)
@@ -170,7 +170,7 @@ static void place(const ca_arena *a, ca_segment *seg, uintptr_t ptr, size_t got,
     uintptr_t end = ca_align_down(ptr + got, CA_ROUND);
     size_t size = end > base ? end - base : 0;
     size_t keep = want;
-    if (a->cfg.pool != CA_POOL_BINNED &&
+    if (a->cfg.pool == CA_POOL_SPLIT &&
         rounded + ca_align_pad(base, rounded, a->cfg.big_align) > keep)
         keep = rounded + ca_align_pad(base, rounded, a->cfg.big_align);
     if (size > keep)

@@ -65,8 +65,11 @@ static void free_multi_thread_dev(void **state)
         assert_int_equal(gpu_host_sleep(NULL, WORK_MS), hipSuccess);
         for (int i = 0; i < THREADS; i++)
             assert_int_equal(pthread_create(&f[i].thread, NULL, free_and_query, &f[i]), 0);
+        int joined = 0;
+        for (int i = 0; i < THREADS; i++) /* every one, before a check may end the case */
+            joined += pthread_join(f[i].thread, NULL) == 0;
+        assert_int_equal(joined, THREADS);
         for (int i = 0; i < THREADS; i++) {
-            assert_int_equal(pthread_join(f[i].thread, NULL), 0);
             assert_int_equal(f[i].freed, hipSuccess);
             assert_int_equal(f[i].queried, hipSuccess);
         }

@@ -195,7 +195,8 @@ static void test_unaligned_bases_binned(void **state)
     stop();
 }
 
-/* Uncached: a segment an allocation, each aligned, each back to the driver at its free. */
+/* Uncached: a segment an allocation, each on 512 bytes (its segment's one block, which starts
+ * where the segment does), each back to the driver at its free. */
 static void test_unaligned_bases_uncached(void **state)
 {
     (void)state;
