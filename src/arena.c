@@ -507,7 +507,7 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
         if (!p) {
             rc = CA_ERR_OOM;
         } else {
-            if (d->pend_tail && ca_fencing(a, d))
+            if (d->pend_tail && ca_fencing(a, d) && a->cfg.fences == CA_FENCES_EVENTS)
                 ca_fence_record(a, d);
             if ((b = ca_fast_pop(d, p, rounded, ca_bin_of(rounded))) != NULL) {
                 hit = true;

@@ -93,6 +93,10 @@ typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE 
 typedef enum ca_reuse_kind {
     CA_REUSE_SAFE = 0, CA_REUSE_STREAM = 1, CA_REUSE_SYNC = 2
 } ca_reuse_kind;
+/* How plain frees are known to be past the device (docs/arena.md, "Pending memory"): EVENTS
+ * records fences and waits for the oldest that covers a request; SYNC records none and, when
+ * pending memory must be waited for, synchronizes the device once for every pending block. */
+typedef enum ca_fences_kind { CA_FENCES_EVENTS = 0, CA_FENCES_SYNC = 1 } ca_fences_kind;
 
 /* One allocation or segment event, for the timeline (CACHEALLOC_TRACE) and leak reports. */
 typedef enum ca_trace_kind {
@@ -113,6 +117,7 @@ typedef void (*ca_trace_fn)(void *ctx, ca_trace_kind kind, int dev, const void *
 typedef struct ca_config {
     ca_pool_kind pool;
     ca_reuse_kind reuse;
+    ca_fences_kind fences;
     uint64_t limit_bytes;          /* 0: no limit                                         */
     unsigned limit_percent;        /* 1..100: limit as a share of device memory; 0: unused */
     uint64_t release_threshold;    /* cached bytes kept per device; UINT64_MAX: keep all  */

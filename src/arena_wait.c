@@ -48,7 +48,7 @@ static ca_fence *fence_covering(const ca_device *d, uint64_t seq)
 
 /* How long a wait polls before it blocks: a fence behind a little queued work completes
  * within it, and asking again while giving the CPU away is answered sooner than a blocking
- * wait is woken (docs/arena.md, "Decided from measurements"). */
+ * wait is woken, on the simulator's old prices (docs/arena.md, "What the GPU still decides"). */
 #define POLL_NS 200000
 
 /* Wait for event ev of device d: polled for up to POLL_NS, then a blocking wait. */
@@ -107,6 +107,10 @@ bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int roun
         return false;
     if (round == ROUND_ALONE) {
         ca_wait_device_alone(a, d);
+        return true;
+    }
+    if (a->cfg.fences == CA_FENCES_SYNC) {
+        ca_wait_device(a, d); /* every pending block at once, no event recorded */
         return true;
     }
     ca_fence *f = fence_covering(d, seq_covering(d, round == 0 ? rounded : UINT64_MAX));

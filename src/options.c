@@ -15,7 +15,7 @@
 #define MiB ((uint64_t)1 << 20)
 
 typedef enum opt_id {
-    OPT_POOL, OPT_REUSE, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
+    OPT_POOL, OPT_REUSE, OPT_FENCES, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
     OPT_EXPANDABLE, OPT_EXPANDABLE_PIECE, OPT_PINNED, OPT_PINNED_LIMIT, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_IDLE_RELEASE, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
@@ -39,6 +39,8 @@ static const opt_choice pool_words[] = {
 static const opt_choice reuse_words[] = {
     {"auto", CA_REUSE_AUTO}, {"safe", CA_REUSE_SAFE}, {"sync", CA_REUSE_SYNC},
     {"stream", CA_REUSE_STREAM}, {NULL, 0}};
+static const opt_choice fences_words[] = {
+    {"sync", CA_FENCES_SYNC}, {"events", CA_FENCES_EVENTS}, {NULL, 0}};
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
@@ -67,6 +69,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_POOL] = {PREFIX "POOL", "pool", K_CHOICE, pool_words, 0, "split, binned, none", "split"},
     [OPT_REUSE] = {PREFIX "REUSE", "reuse", K_CHOICE, reuse_words, 0, "auto, safe, sync, stream",
                    "auto"},
+    [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0, "sync, events",
+                    "sync"},
     [OPT_LIMIT] = {PREFIX "LIMIT", "limit", K_SIZE_PCT, NULL, 0,
                    SIZE_ACCEPTED " or 1%..100%", "no limit"},
     [OPT_RELEASE] = {PREFIX "RELEASE_THRESHOLD", "release_threshold", K_SIZE_PCT, NULL, 0,
@@ -110,6 +114,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     switch (id) {
     case OPT_POOL: v.choice = (int)o->pool; break;
     case OPT_REUSE: v.choice = o->reuse; break;
+    case OPT_FENCES: v.choice = (int)o->fences; break;
     case OPT_LIMIT: v.bytes = o->limit_bytes; v.percent = o->limit_percent; break;
     case OPT_RELEASE: v.bytes = o->release_threshold; v.percent = o->release_percent; break;
     case OPT_PREALLOC: v.bytes = o->prealloc_bytes; break;
@@ -135,6 +140,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     switch (id) {
     case OPT_POOL: o->pool = (ca_pool_kind)v->choice; break;
     case OPT_REUSE: o->reuse = v->choice; break;
+    case OPT_FENCES: o->fences = (ca_fences_kind)v->choice; break;
     case OPT_LIMIT:
         o->limit_bytes = v->percent ? 0 : v->bytes;
         o->limit_percent = v->percent;
@@ -165,6 +171,7 @@ void ca_options_defaults(ca_options *o) {
     memset(o, 0, sizeof *o);
     o->pool = CA_POOL_SPLIT;
     o->reuse = CA_REUSE_AUTO;
+    o->fences = CA_FENCES_SYNC;
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
     o->expandable = CA_EXPANDABLE_AUTO;
@@ -433,6 +440,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     memset(c, 0, sizeof *c);
     c->pool = o->pool;
     c->reuse = o->reuse == CA_REUSE_AUTO ? CA_REUSE_SAFE : (ca_reuse_kind)o->reuse;
+    c->fences = o->fences;
     c->limit_bytes = o->limit_bytes;
     c->limit_percent = o->limit_percent;
     c->release_threshold = o->release_threshold;

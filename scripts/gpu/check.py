@@ -389,12 +389,19 @@ def last_json(text):
     return None
 
 
+# The library programs of tests/gpu/: C programs linked with the shared runtime, then the
+# sorting loops built with nvcc (the static runtime), which print their result and median step
+# time as JSON on their last line.
+LIBRARIES = ("cublas", "cufft", "curand", "cudnn", "nccl", "thrust", "cub")
+
+
 def libraries(r, deadline):
     res = {}
-    for name in ("cublas", "cufft", "curand", "cudnn", "nccl"):
+    for name in LIBRARIES:
         prog = os.path.join(r.build, "tests", "gpu", "gpu-lib-" + name)
         if not os.path.exists(prog):
-            res[name] = {"status": "skipped", "why": "not built (header or library missing)"}
+            res[name] = {"status": "skipped", "why": "not built (%s missing where the pack was "
+                         "made)" % ("nvcc" if name in ("thrust", "cub") else "header or library")}
             continue
         res[name] = compare_runs(r, ([prog], r.env(False)), ([prog], r.env(True)), deadline, 60)
     # On the simulated driver they fail alike with and without the cache (docs/gpu.md); on a
@@ -458,18 +465,22 @@ def bench(r, deadline):
     for sizes, busy in ([("fixed", 0), ("fixed", 1)] +
                         ([] if quick else [("random", 0), ("random", 1)])):
         for t in ([1, 2] if quick else [1, 4, 16]):
-            for mode in ("plain", "sync", "cache", "limit"):
+            for mode in ("plain", "sync", "cache", "events", "limit"):
                 cnt = n // 10 if mode == "plain" else n
                 flag = {"sync": ["--sync-cache"], "limit": ["--limit"]}.get(mode, [])
                 cmd = [os.path.join(b, "bench-loop"), "--sizes", sizes, "--threads", str(t),
                        "--streams", "2", "--busy", str(busy), "--pairs", str(cnt),
                        "--warmup", str(max(10, cnt // 20))] + flag
-                v = kv(cmd, envc if mode == "cache" else envp)
+                # events: the cache with the other fence policy (docs/arena.md, "Pending
+                # memory"), so that the GPU decides between the two.
+                env = {"cache": envc, "events": dict(envc, CACHEALLOC_FENCES="events")}
+                v = kv(cmd, env.get(mode, envp))
                 if v:
                     loops["%s%s.%s.%d" % ("busy" if busy else "idle",
                                           "-random" if sizes == "random" else "", mode, t)] = {
                         k: v.get(k) for k in ("pairs_per_s", "peak_live_bytes", "failures",
-                                               "cache_peak_reserved_bytes", "error")
+                                               "cache_peak_reserved_bytes",
+                                               "sync_cache_reserved_bytes", "error")
                         if v.get(k) is not None}
     res["loops"] = loops
     # Trace replays: plain, the cache, expandable segments, CUB.
@@ -641,13 +652,13 @@ def markdown(rep):
         if not f or key not in f:
             continue
         L += ["", "## %s: plainly and under the cache" % sec.capitalize(), "",
-              "| name | result | step s plain / cached | wall s plain / cached | served / hits / avoided |",
+              "| name | result | step ms plain / cached | wall s plain / cached | served / hits / avoided |",
               "|---|---|---|---|---|"]
         for n, v in f[key].items():
             c = v.get("cache") or {}
             L.append("| %s | %s | %s / %s | %s / %s | %s / %s / %s |" % (
                 n, v["status"] + ("" if v["status"] != "skipped" else ": " + str(v.get("why"))),
-                fmt_s(v.get("plain_step_s")), fmt_s(v.get("cached_step_s")),
+                fmt_ms(v.get("plain_step_s")), fmt_ms(v.get("cached_step_s")),
                 v.get("plain_wall_s", "-"), v.get("cached_wall_s", "-"),
                 c.get("served", "-"), c.get("hits", "-"), c.get("avoided", "-")))
     b = s.get("bench")
@@ -664,20 +675,24 @@ def markdown(rep):
         L += ["", "Loops beside 2 streams, one of them kept busy or not, 1 MiB or 1 to 8 MiB"
               " (-random) (pairs/s; limit: one block a thread, only the memsets, and each mode's"
               " share of it):", "",
-              "| streams | threads | plain | sync-cache | cache | limit | sync-cache / limit |"
-              " cache / limit | cache peak reserved MiB |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| streams | threads | plain | sync-cache | cache | cache, events | limit |"
+              " sync-cache / limit | cache / limit | events / limit |"
+              " reserved MiB: sync-cache / cache / events |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         for k in sorted({k.rsplit(".", 2)[0] + "." + k.rsplit(".", 1)[1] for k in b["loops"]}):
             st, t = k.split(".")
             g = lambda m: b["loops"].get("%s.%s.%s" % (st, m, t), {})
-            cr = g("cache").get("cache_peak_reserved_bytes")
+            mib = lambda v: "%.1f" % (int(v) / 1048576) if v else "-"
             lim = float(g("limit").get("pairs_per_s") or 0)
             share = lambda m: "%.1f%%" % (100 * float(g(m)["pairs_per_s"]) / lim) if (
                 lim and g(m).get("pairs_per_s")) else "-"
-            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |" % (
                 st, t, g("plain").get("pairs_per_s", "-"), g("sync").get("pairs_per_s", "-"),
-                g("cache").get("pairs_per_s", "-"), g("limit").get("pairs_per_s", "-"),
-                share("sync"), share("cache"), "%.1f" % (int(cr) / 1048576) if cr else "-"))
+                g("cache").get("pairs_per_s", "-"), g("events").get("pairs_per_s", "-"),
+                g("limit").get("pairs_per_s", "-"), share("sync"), share("cache"),
+                share("events"), mib(g("sync").get("sync_cache_reserved_bytes")),
+                mib(g("cache").get("cache_peak_reserved_bytes")),
+                mib(g("events").get("cache_peak_reserved_bytes"))))
         L += ["", "Trace replays (3 passes, wall of the first, failures):", "",
               "| trace | mode | wall s | failed allocations | later failures | peak reserved MiB |",
               "|---|---|---|---|---|---|"]
@@ -722,8 +737,10 @@ def markdown(rep):
     return "\n".join(L) + "\n"
 
 
-def fmt_s(x):
-    return "-" if x is None else "%.4f" % x
+def fmt_ms(x):
+    """A median step, given in seconds, in milliseconds: a sort of a few million keys takes a
+    fraction of one, which "%.4f" seconds would round to a digit or two."""
+    return "-" if x is None else "%.3f" % (x * 1e3)
 
 
 def print_summary(rep):

@@ -218,6 +218,8 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
     printf("cpu_us_per_pair=%.2f\n", timed ? cpu * 1e6 / (double)timed : 0.0);
     printf("peak_live_bytes=%lu\nhost_functions=%lu\n", atomic_load(&peak_live_bytes),
            host_fns);
+    if (o->sync_cache) /* beside the cache's: what the reference holds for the same loop */
+        printf("sync_cache_reserved_bytes=%zu\n", sync_cache_reserved());
     cachealloc_stats cs;
     if (cachealloc_get_stats(0, &cs))
         printf("cache_peak_reserved_bytes=%" PRIu64 "\ncache_device_syncs=%" PRIu64 "\n",
@@ -235,6 +237,11 @@ static void report(const opts *o, double wall, double cpu, unsigned long timed,
     printf("device_syncs_per_10k=%.2f\n",
            timed ? (double)(c1->device_syncs - c0->device_syncs) * 10000.0 / (double)timed
                  : 0.0);
+    /* The fences' share of the pairs' driver calls (the memsets record none). */
+    printf("events_recorded_per_10k=%.2f\nstream_waits_per_10k=%.2f\n",
+           timed ? (double)(c1->events_recorded - c0->events_recorded) * 10000.0 / (double)timed
+                 : 0.0,
+           timed ? (double)(c1->stream_waits - c0->stream_waits) * 10000.0 / (double)timed : 0.0);
     printf("total_driver_mallocs=%" PRIu64 "\n", c1->malloc_calls);
 }
 

@@ -3,7 +3,9 @@
 #   check_loop.sh LOOP PRELOAD
 # Beside a busy stream, the plain runtime makes a driver call per allocation, the reference
 # cache synchronizes the device instead, and the preloaded cache stays within twice the working
-# set plus one segment with no driver allocation after the warm-up.
+# set plus one segment with no driver allocation after the warm-up, under either fence policy:
+# the default records no event and synchronizes the device, CACHEALLOC_FENCES=events records
+# fences.
 set -u
 loop=$1
 preload=$2
@@ -17,14 +19,23 @@ run plain env -u LD_PRELOAD "$loop" $args --pairs 200
 run sync env -u LD_PRELOAD "$loop" $args --pairs 2000 --sync-cache
 # shellcheck disable=SC2086
 run cache env LD_PRELOAD="$preload" "$loop" $args --pairs 2000
+# shellcheck disable=SC2086
+run events env CACHEALLOC_FENCES=events LD_PRELOAD="$preload" "$loop" $args --pairs 2000
 [ "$(value mode "$tmp/plain.out")" = plain ] || fail "plain run sees a cache"
 [ "$(value mode "$tmp/cache.out")" = cache ] || fail "preloaded run sees no cache"
 [ "$(value driver_mallocs "$tmp/plain.out")" -eq 200 ] || fail "plain: not a driver call per pair"
 [ "$(value driver_mallocs "$tmp/sync.out")" -eq 0 ] || fail "sync: driver calls after warm-up"
 [ "$(value device_syncs "$tmp/sync.out")" -ge 1000 ] || fail "sync: does not synchronize"
-[ "$(value driver_mallocs "$tmp/cache.out")" -eq 0 ] || fail "cache: driver calls after warm-up"
-live=$(value peak_live_bytes "$tmp/cache.out")
-reserved=$(value peak_reserved_bytes "$tmp/cache.out")
-[ "$reserved" -le $((2 * live + 2 * 1048576)) ] ||
-    fail "cache: $reserved bytes reserved for $live live"
+for m in cache events; do
+    [ "$(value driver_mallocs "$tmp/$m.out")" -eq 0 ] || fail "$m: driver calls after warm-up"
+    live=$(value peak_live_bytes "$tmp/$m.out")
+    reserved=$(value peak_reserved_bytes "$tmp/$m.out")
+    [ "$reserved" -le $((2 * live + 2 * 1048576)) ] ||
+        fail "$m: $reserved bytes reserved for $live live"
+done
+[ "$(value events_recorded_per_10k "$tmp/cache.out")" = 0.00 ] ||
+    fail "cache: fences recorded under the default policy"
+[ "$(value device_syncs "$tmp/cache.out")" -ge 1 ] || fail "cache: never synchronizes"
+[ "$(value events_recorded_per_10k "$tmp/events.out")" != 0.00 ] ||
+    fail "events: no fence recorded"
 echo "ok"

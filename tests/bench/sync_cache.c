@@ -111,6 +111,16 @@ int sync_cache_free(void *p)
     return -1;
 }
 
+size_t sync_cache_reserved(void)
+{
+    size_t sum = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n; i++)
+        sum += tab[i].size;
+    pthread_mutex_unlock(&lock);
+    return sum;
+}
+
 void sync_cache_release_all(void)
 {
     pthread_mutex_lock(&lock);

@@ -13,6 +13,9 @@ int sync_cache_alloc(void **p, size_t size);
 /* cudaFree-like: 0 on success, -1 for a pointer the cache never handed out. */
 int sync_cache_free(void *p);
 
+/* The bytes it has taken from the runtime: it never gives any back, so also its peak. */
+size_t sync_cache_reserved(void);
+
 /* Give every cached block back to the runtime (cudaFree). */
 void sync_cache_release_all(void);
 

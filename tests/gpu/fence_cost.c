@@ -9,7 +9,10 @@
  * before each round so it cannot drain during one. Event calls are measured with events created
  * with and without CU_EVENT_DISABLE_TIMING. An answer other than the one expected (a "done" event
  * not done, a busy stream found idle) is counted in an `unexpected` line: the figure then does not
- * measure what its name says. Runs in a few seconds. */
+ * measure what its name says. On the idle device it also times the work of bench-loop's pairs:
+ * queueing an 8-byte memset, the memset until its stream is found done, and the memset with a
+ * device synchronization after it (the simulator's SIMDEV_LAUNCH_US, SIMDEV_OP_LATENCY_US and
+ * SIMDEV_SYNC_US come from these). Runs in a few seconds. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -42,7 +45,7 @@ static CUresult (*ctx_sync)(void);
 
 /* The calls measured; `timed`: once per kind of event; `when`: 1 idle device only, 2 busy only. */
 enum op { RECORD, QUERY_DONE, QUERY_PENDING, WAIT_DONE, WAIT_PENDING, SYNC_DONE, STREAM_IDLE,
-          STREAM_BUSY, CTX_SYNC, N_OPS };
+          STREAM_BUSY, CTX_SYNC, LAUNCH, LAUNCH_TO_DONE, LAUNCH_SYNC, N_OPS };
 static const struct {
     const char *name;
     int timed, when;
@@ -57,6 +60,13 @@ static const struct {
     [STREAM_IDLE] = {"cuStreamQuery.idle", 0, 0, CUDA_SUCCESS},
     [STREAM_BUSY] = {"cuStreamQuery.busy", 0, 2, CUDA_ERROR_NOT_READY},
     [CTX_SYNC] = {"cuCtxSynchronize", 0, 1, CUDA_SUCCESS},
+    /* What a loop of bench-loop pays around its allocator: queueing its 8-byte memset; the
+     * memset from its queueing until a query finds the stream past it (the device's latency
+     * for the smallest work); and the memset followed by a device synchronization, which is
+     * what the reference that synchronizes before each reuse pays a pair. */
+    [LAUNCH] = {"cuMemsetD8Async.8B", 0, 1, CUDA_SUCCESS},
+    [LAUNCH_TO_DONE] = {"cuMemsetD8Async.8B.until_done", 0, 1, CUDA_SUCCESS},
+    [LAUNCH_SYNC] = {"cuMemsetD8Async.8B+cuCtxSynchronize", 0, 1, CUDA_SUCCESS},
 };
 static const unsigned event_flags[2] = {CU_EVENT_DEFAULT, CU_EVENT_DISABLE_TIMING};
 static const char *const event_kind[2] = {"timing", "notiming"};
@@ -67,6 +77,7 @@ typedef struct worker {
     pthread_t t;
     CUstream own, waits, blocked;
     CUevent rec[2], done[2], pend[2];
+    CUdeviceptr small; /* the 8 bytes its memsets write */
     double took[ROUNDS], start, end;
     int unexpected;
 } worker;
@@ -100,6 +111,18 @@ static double run_op(worker *w, enum op op, int k)
         case SYNC_DONE: e = event_sync(w->done[k]); break;
         case STREAM_IDLE: e = stream_query(w->own); break;
         case STREAM_BUSY: e = stream_query(busy); break;
+        case LAUNCH: e = memset_async(w->small, (unsigned char)i, 8, w->own); break;
+        case LAUNCH_TO_DONE:
+            e = memset_async(w->small, (unsigned char)i, 8, w->own);
+            if (e == CUDA_SUCCESS)
+                while ((e = stream_query(w->own)) == CUDA_ERROR_NOT_READY) {
+                }
+            break;
+        case LAUNCH_SYNC:
+            e = memset_async(w->small, (unsigned char)i, 8, w->own);
+            if (e == CUDA_SUCCESS)
+                e = ctx_sync();
+            break;
         default: e = ctx_sync(); break;
         }
         bad += e != ops[op].want;
@@ -217,7 +240,8 @@ static void all_figures(int n, int is_busy)
 
 static int make_worker(worker *w)
 {
-    int bad = stream_create(&w->own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+    int bad = mem_alloc(&w->small, 8) != CUDA_SUCCESS ||
+              stream_create(&w->own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
               stream_create(&w->waits, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
               stream_create(&w->blocked, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS;
     for (int f = 0; f < 2 && !bad; f++) {

@@ -138,6 +138,13 @@ static void cfg_read(void)
     sd_cfg.fail_event_record_rate = env_rate("SIMDEV_FAIL_EVENT_RECORD_RATE");
     sd_cfg.fail_seed = env_int("SIMDEV_FAIL_SEED", 1, 0, LONG_MAX, "an integer >= 0", "1");
     sd_cfg.sync_delay_us = env_us("SIMDEV_SYNC_DELAY_US", 0, "0");
+    sd_cfg.op_latency_us = env_us("SIMDEV_OP_LATENCY_US", 3, "3");
+    sd_cfg.launch_us = env_us("SIMDEV_LAUNCH_US", 2, "2");
+    sd_cfg.event_record_us = env_us("SIMDEV_EVENT_RECORD_US", 0.35, "0.35");
+    sd_cfg.event_query_us = env_us("SIMDEV_EVENT_QUERY_US", 0.15, "0.15");
+    sd_cfg.stream_query_us = env_us("SIMDEV_STREAM_QUERY_US", 0.15, "0.15");
+    sd_cfg.stream_wait_us = env_us("SIMDEV_STREAM_WAIT_US", 0.35, "0.35");
+    sd_cfg.sync_us = env_us("SIMDEV_SYNC_US", 1, "1");
     sd_cfg.shared = env_name("SIMDEV_SHARED");
     const char *f = getenv("SIMDEV_COUNTERS_FILE");
     sd_cfg.counters_file = (f && *f) ? f : NULL;

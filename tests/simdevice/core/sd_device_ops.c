@@ -5,6 +5,7 @@
 
 int sd_device_sync(void)
 {
+    double t0 = sd_now();
     int rc = sd_check_current();
     if (rc)
         return rc;
@@ -19,6 +20,7 @@ int sd_device_sync(void)
     sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
     rc = d->sticky;
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.sync_us);
     sd_inject_sync_delay();
     return rc;
 }

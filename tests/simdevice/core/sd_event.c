@@ -70,6 +70,7 @@ static int lookup(void *handle, struct sd_event **out)
 
 int sd_event_record(void *event, void *stream, int ptsz)
 {
+    double t0 = sd_now();
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
@@ -101,25 +102,13 @@ int sd_event_record(void *event, void *stream, int ptsz)
     e->recorded = true;
     s->dev->c.events_recorded++;
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.event_record_us);
     return SD_OK;
 }
 
 int sd_event_query(void *event)
 {
-    sd_init();
-    pthread_mutex_lock(&sd_lock);
-    struct sd_event *e;
-    int rc = lookup(event, &e);
-    if (!rc)
-        rc = sd_capture_event_use(e);
-    if (!rc && sd_event_pending(e))
-        rc = SD_ENOTREADY;
-    pthread_mutex_unlock(&sd_lock);
-    return rc;
-}
-
-int sd_event_sync(void *event)
-{
+    double t0 = sd_now();
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_event *e;
@@ -127,6 +116,28 @@ int sd_event_sync(void *event)
     if (!rc)
         rc = sd_capture_event_use(e);
     if (!rc && sd_event_pending(e)) {
+        e->refs++; /* the catch-up lets go of sd_lock */
+        sd_catch_up(e->s, e->seq);
+        if (sd_event_pending(e))
+            rc = SD_ENOTREADY;
+        sd_event_unref(e);
+    }
+    pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.event_query_us);
+    return rc;
+}
+
+int sd_event_sync(void *event)
+{
+    double t0 = sd_now();
+    sd_init();
+    pthread_mutex_lock(&sd_lock);
+    struct sd_event *e;
+    int rc = lookup(event, &e);
+    if (!rc)
+        rc = sd_capture_event_use(e);
+    bool waited = !rc && sd_event_pending(e);
+    if (waited) {
         e->refs++;
         sd_wait_seq(e->s, e->seq);
         sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
@@ -134,6 +145,8 @@ int sd_event_sync(void *event)
         sd_event_unref(e);
     }
     pthread_mutex_unlock(&sd_lock);
+    /* A done event answers as a query does; a wait costs what a synchronization costs. */
+    sd_price_floor(t0, waited ? sd_cfg.sync_us : sd_cfg.event_query_us);
     sd_inject_sync_delay();
     return rc;
 }

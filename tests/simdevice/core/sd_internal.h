@@ -32,6 +32,10 @@ struct sd_config {
     double fail_alloc_rate, fail_event_create_rate, fail_event_record_rate;
     long fail_seed;
     double sync_delay_us;
+    /* The fence calls' prices (docs/simdevice.md, "The cost model"): each call takes at least
+     * this long, the simulator's own time included. */
+    double op_latency_us, launch_us, event_record_us, event_query_us, stream_query_us,
+        stream_wait_us, sync_us;
     const char *shared; /* SIMDEV_SHARED: the name processes share the devices under, or NULL */
 };
 extern struct sd_config sd_cfg;
@@ -210,6 +214,7 @@ struct sd_op {
     struct sd_op *next;
     enum sd_op_kind kind;
     uint64_t seq;
+    double queued; /* sd_now() when queued: it completes no sooner than the latency after */
     union {
         struct { void *dst; const void *src; size_t n; int dst_dev, src_dev; } copy;
         struct { void *dst; int value; size_t n; int dev; } set;
@@ -236,6 +241,7 @@ struct sd_stream {
     pthread_cond_t work;
     int refs;
     bool closing;
+    bool running; /* its head op is being run, by the worker or a waiting thread */
     void *owner; /* the driver context that created it (NULL for the runtime fronts) */
     struct sd_stream *next, *prev; /* in dev->streams while the worker lives */
     struct sd_capstream *capture;  /* its part in a stream capture, or NULL (sd_capture.h) */
@@ -282,6 +288,13 @@ struct sd_op *sd_op_new(enum sd_op_kind kind);
  * and queues it. Returns the op's sequence number. Under sd_lock, which it lets go of only
  * when out of memory, to wait for the dependencies on the host. */
 uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *extra);
+/* Copies and sets up to this size are small work: a query may run them (sd_catch_up). */
+#define SD_SMALL_WORK ((size_t)64 << 10)
+/* Runs, on the calling thread, the small device work of s up to seq that was queued at least
+ * the device's latency ago and that no one runs yet: a query then finds done what a GPU would
+ * have finished by now, however late the scheduler runs the stream's worker. Under sd_lock,
+ * which it lets go of while an op runs. */
+void sd_catch_up(struct sd_stream *s, uint64_t seq);
 /* Waits (releasing sd_lock) until s has completed seq. Under sd_lock. */
 void sd_wait_seq(struct sd_stream *s, uint64_t seq);
 /* Waits until every stream of d has passed what was queued at the call. Under sd_lock. */
@@ -326,5 +339,8 @@ void sd_spin_us(double us);
  * at a time, as an H200 serves them (docs/gpu.md finding 17: as many pages a millisecond from
  * eight threads as from one). */
 void sd_spin_serial_us(double us);
+/* Busy-waits until `us` microseconds have passed since t0 (an sd_now() reading): a call priced
+ * as a floor costs the larger of its price and what the simulator spent on it. */
+void sd_price_floor(double t0, double us);
 
 #endif

@@ -395,6 +395,7 @@ static int sync_refused(void *stream, int ptsz)
 
 int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int ptsz, int wait)
 {
+    double t0 = sd_now();
     int rc = sd_check_current();
     if (rc)
         return rc;
@@ -427,11 +428,13 @@ int sd_memcpy(void *dst, const void *src, size_t n, int kind, void *stream, int 
         }
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.launch_us);
     return rc;
 }
 
 int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz)
 {
+    double t0 = sd_now();
     int rc = sd_check_current();
     if (rc)
         return rc;
@@ -444,5 +447,6 @@ int sd_memset(void *dst, int value, size_t n, void *stream, int ptsz)
         rc = sd_submit(stream, ptsz, &proto, NULL, NULL);
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.launch_us);
     return rc;
 }

@@ -67,26 +67,105 @@ static void complete(struct sd_stream *s, struct sd_op *op)
     pthread_cond_broadcast(&sd_cv);
 }
 
+/* An op completes no sooner than the device's latency after it was queued, whoever runs it:
+ * a GPU takes that long for the smallest work, and a loop that waits for each of its memsets
+ * pays it. Outside sd_lock. */
+static void await_latency(const struct sd_op *op)
+{
+    double ready = op->queued + sd_cfg.op_latency_us * 1e-6;
+    while (sd_now() < ready) {
+    }
+}
+
+/* Whether op's dependencies on other streams are met. Under sd_lock. */
+static bool deps_met(const struct sd_op *op)
+{
+    for (int i = 0; i < op->ndeps; i++)
+        if (op->deps[i].s->done < op->deps[i].seq)
+            return false;
+    return true;
+}
+
+/* Runs s's head op, which the caller has claimed with s->running, and completes it. Under
+ * sd_lock, which it lets go of while the op runs. */
+static void run_claimed(struct sd_stream *s, struct sd_op *op)
+{
+    pthread_mutex_unlock(&sd_lock);
+    sd_op_execute(s, op);
+    await_latency(op);
+    pthread_mutex_lock(&sd_lock);
+    s->running = false;
+    s->head = op->next;
+    if (!s->head)
+        s->tail = NULL;
+    complete(s, op);
+}
+
+/* The device's own work a waiting thread may run itself: copies, sets, event records and
+ * markers. Never the program's code (host functions, callbacks: the driver's thread runs
+ * those) nor a graph's memory nodes. */
+static bool device_work(const struct sd_op *op)
+{
+    return op->kind == OP_COPY || op->kind == OP_SET || op->kind == OP_EVENT ||
+           op->kind == OP_NOP || op->kind == OP_FREE;
+}
+
+/* A thread that waits for s runs its head op itself when no one runs it and nothing holds it
+ * back, and says whether it did. A GPU's host wait lasts as long as the work, not until a
+ * worker thread is next scheduled: on 2 shared CPUs that hand-over cost tens of microseconds
+ * and made every wait for the device look dear (docs/simdevice.md, "The cost model"). The
+ * worker still runs everything no one waits for, so the device stays asynchronous. Under
+ * sd_lock. */
+static bool help(struct sd_stream *s)
+{
+    struct sd_op *op = s->head;
+    if (!op || s->running || !device_work(op) || !deps_met(op))
+        return false;
+    s->running = true;
+    run_claimed(s, op);
+    pthread_cond_signal(&s->work); /* the rest is the worker's again, or its exit if closing */
+    return true;
+}
+
+/* Work a query may run: device work small enough that a GPU finishes it within its latency. */
+static bool small_work(const struct sd_op *op)
+{
+    if (op->kind == OP_COPY)
+        return op->u.copy.n <= SD_SMALL_WORK;
+    if (op->kind == OP_SET)
+        return op->u.set.n <= SD_SMALL_WORK;
+    return device_work(op);
+}
+
+void sd_catch_up(struct sd_stream *s, uint64_t seq)
+{
+    s->refs++;
+    while (s->done < seq) {
+        struct sd_op *op = s->head;
+        if (!op || s->running || !small_work(op) || !deps_met(op) ||
+            sd_now() < op->queued + sd_cfg.op_latency_us * 1e-6)
+            break;
+        s->running = true;
+        run_claimed(s, op);
+        pthread_cond_signal(&s->work);
+    }
+    sd_stream_unref(s);
+}
+
 static void *worker(void *arg)
 {
     struct sd_stream *s = arg;
     pthread_mutex_lock(&sd_lock);
     for (;;) {
-        while (!s->head && !s->closing)
+        while ((!s->head || s->running) && !(s->closing && !s->head))
             pthread_cond_wait(&s->work, &sd_lock);
         if (!s->head)
             break;
         struct sd_op *op = s->head;
-        for (int i = 0; i < op->ndeps; i++)
-            while (op->deps[i].s->done < op->deps[i].seq)
-                pthread_cond_wait(&sd_cv, &sd_lock);
-        pthread_mutex_unlock(&sd_lock);
-        sd_op_execute(s, op);
-        pthread_mutex_lock(&sd_lock);
-        s->head = op->next;
-        if (!s->head)
-            s->tail = NULL;
-        complete(s, op);
+        s->running = true; /* claimed before its dependencies: no waiter takes it meanwhile */
+        while (!deps_met(op))
+            pthread_cond_wait(&sd_cv, &sd_lock);
+        run_claimed(s, op);
     }
     struct sd_device *d = s->dev;
     if (s->prev)
@@ -209,6 +288,7 @@ uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *
     }
     op->next = NULL;
     op->seq = ++s->enq;
+    op->queued = sd_now();
     if (s->tail)
         s->tail->next = op;
     else
@@ -218,11 +298,18 @@ uint64_t sd_enqueue(struct sd_stream *s, struct sd_op *op, const struct sd_dep *
     return op->seq;
 }
 
+/* Waits, running what it may of s's queue itself, until s has passed seq. Under sd_lock. */
+static void wait_stream(struct sd_stream *s, uint64_t seq)
+{
+    while (s->done < seq)
+        if (!help(s))
+            pthread_cond_wait(&sd_cv, &sd_lock);
+}
+
 void sd_wait_seq(struct sd_stream *s, uint64_t seq)
 {
     s->refs++;
-    while (s->done < seq)
-        pthread_cond_wait(&sd_cv, &sd_lock);
+    wait_stream(s, seq);
     sd_stream_unref(s);
 }
 
@@ -250,8 +337,7 @@ void sd_wait_device(struct sd_device *d)
         s->refs++;
     }
     for (size_t i = 0; i < k; i++) {
-        while (snap[i].s->done < snap[i].seq)
-            pthread_cond_wait(&sd_cv, &sd_lock);
+        wait_stream(snap[i].s, snap[i].seq);
         sd_stream_unref(snap[i].s);
     }
     free(snap);

@@ -45,6 +45,7 @@ int sd_stream_destroy(void *stream)
 
 int sd_stream_sync(void *stream, int ptsz)
 {
+    double t0 = sd_now();
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
@@ -68,12 +69,14 @@ int sd_stream_sync(void *stream, int ptsz)
         rc = s->dev->sticky;
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.sync_us);
     sd_inject_sync_delay();
     return rc;
 }
 
 int sd_stream_query(void *stream, int ptsz)
 {
+    double t0 = sd_now();
     sd_init();
     pthread_mutex_lock(&sd_lock);
     struct sd_stream *s;
@@ -82,9 +85,12 @@ int sd_stream_query(void *stream, int ptsz)
         rc = sd_capture_unsafe();
     if (!rc)
         rc = sd_capture_stream_wait(s);
+    if (!rc)
+        sd_catch_up(s, s->enq);
     if (!rc && s->done < s->enq)
         rc = SD_ENOTREADY;
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.stream_query_us);
     return rc;
 }
 
@@ -104,6 +110,7 @@ int sd_stream_flags(void *stream, int ptsz, unsigned *flags)
 
 int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz)
 {
+    double t0 = sd_now();
     sd_init();
     if (flags > 1)
         return SD_EINVAL;
@@ -131,6 +138,7 @@ int sd_stream_wait_event(void *stream, void *event, unsigned flags, int ptsz)
         }
     }
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.stream_wait_us);
     return rc;
 }
 

@@ -24,6 +24,13 @@ void sd_spin_us(double us)
     }
 }
 
+void sd_price_floor(double t0, double us)
+{
+    double end = t0 + us * 1e-6;
+    while (us > 0 && sd_now() < end) {
+    }
+}
+
 void sd_spin_serial_us(double us)
 {
     static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
