@@ -161,6 +161,8 @@ static void open_runtime(ca_runtime *rt)
         ca_backend_make(rt, &be);
         ca_config mine = config; /* the ladder's last rung asks processes of this API */
         mine.expandable = ca_rt_expandable(rt);
+        mine.reuse = ca_rt_reuse(rt);
+        rt->free_syncs = mine.reuse == CA_REUSE_SYNC;
         if (ca_shim_options()->neighbours) {
             mine.neighbours_api = rt->api;
             mine.neighbours_wait_ms = CA_NEIGHBOURS_WAIT_MS;

@@ -311,7 +311,7 @@ void ca_arena_destroy(ca_arena *a)
         }
         for (int k = 0; k < d->nsegs; k++)
             if (!d->segs[k]->expandable)
-                a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
+                a->be.release(a->be.ctx, i, (void *)ca_seg_driver_base(d->segs[k]));
         for (ca_fence *f = d->fence_head; f; f = f->next)
             for (int k = 0; k < f->nev; k++)
                 a->be.event_destroy(a->be.ctx, i, f->ev[k]);

@@ -258,10 +258,10 @@ void ca_complete_upto(ca_device *d, uint64_t seq)
 /* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
  * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
  * the device's other allocations wait until it returned, as they do for the mode switch. */
-static void wait_device(ca_arena *a, ca_device *d, bool alone)
+static bool wait_device(ca_arena *a, ca_device *d, bool alone)
 {
     if (ca_quiet(a))
-        return;
+        return false;
     uint64_t token = d->free_seq, dying = d->dying_stamp;
     d->st.device_syncs++;
     if (alone)
@@ -284,11 +284,12 @@ static void wait_device(ca_arena *a, ca_device *d, bool alone)
             if (d->dying[i].stamp <= dying)
                 d->dying[i].done = true;
     }
+    return rc == CA_OK;
 }
 
-void ca_wait_device(ca_arena *a, ca_device *d) { wait_device(a, d, false); }
+bool ca_wait_device(ca_arena *a, ca_device *d) { return wait_device(a, d, false); }
 
-void ca_wait_device_alone(ca_arena *a, ca_device *d) { wait_device(a, d, true); }
+bool ca_wait_device_alone(ca_arena *a, ca_device *d) { return wait_device(a, d, true); }
 
 void ca_wait_all(ca_arena *a, ca_device *d)
 {

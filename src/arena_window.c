@@ -31,12 +31,13 @@ void ca_fence_switch(ca_arena *a, ca_device *d)
     ca_wait_switch(d);
     if (d->fenced)
         return;
-    if (ca_quiet(a) && a->cfg.reuse == CA_REUSE_SAFE && a->cfg.pool != CA_POOL_NONE) {
+    bool safe = a->cfg.reuse != CA_REUSE_STREAM; /* safe and sync */
+    if (ca_quiet(a) && safe && a->cfg.pool != CA_POOL_NONE) {
         d->sync_owed = true; /* until then the device serves nothing quietly */
         return;
     }
     d->fenced = true;
-    if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
+    if (!safe || a->cfg.pool == CA_POOL_NONE)
         return;
     __atomic_store_n(&d->switching, 1, __ATOMIC_RELEASE);
     d->st.device_syncs++;
