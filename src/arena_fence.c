@@ -295,7 +295,7 @@ void ca_wait_all(ca_arena *a, ca_device *d)
 {
     if (ca_quiet(a))
         return;
-    if (a->cfg.fences == CA_FENCES_SYNC || !ca_fence_record(a, d)) {
+    if (a->cfg.fences == CA_FENCES_DEVICE || !ca_fence_record(a, d)) {
         ca_wait_device(a, d);
         return;
     }

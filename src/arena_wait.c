@@ -109,7 +109,7 @@ bool ca_wait_instead_of_grow(ca_arena *a, ca_device *d, size_t rounded, int roun
         ca_wait_device_alone(a, d);
         return true;
     }
-    if (a->cfg.fences == CA_FENCES_SYNC) {
+    if (a->cfg.fences == CA_FENCES_DEVICE) {
         ca_wait_device(a, d); /* every pending block at once, no event recorded */
         return true;
     }
