@@ -24,7 +24,6 @@
 
 #define MAX_ASKED 64
 #define POLL_NS 1000000u            /* how often the answers are looked for */
-#define ROUND_GAP_NS 100000000u     /* one round at a time, at most one per this gap */
 
 typedef struct asked {
     ca_stats_header *h;
@@ -32,9 +31,12 @@ typedef struct asked {
     uint64_t seq;
 } asked;
 
+/* One round at a time per process (g_round_lock guards the rest). */
 static pthread_mutex_t g_round_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t g_round_end;    /* when the last round ended (g_round_lock) */
-static uint64_t g_round_bytes;  /* what it brought back                    */
+static pthread_cond_t g_round_cond = PTHREAD_COND_INITIALIZER;
+static bool g_round_running;    /* a thread is asking now                  */
+static uint64_t g_rounds;       /* rounds ended                            */
+static uint64_t g_round_bytes;  /* what the last one brought back          */
 
 static const char *segment_dir(void)
 {
@@ -133,18 +135,39 @@ static uint64_t collect(asked *list, int n, uint64_t deadline)
 uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms)
 {
     pthread_mutex_lock(&g_round_lock);
-    uint64_t now = ca_now_ns();
-    if (g_round_end && now - g_round_end < ROUND_GAP_NS) {
-        /* Another thread's round just ended: what it brought back is there to be found. */
+    if (g_round_running) {
+        /* Another thread's round is under way: its answer is this thread's too, and the wait
+         * stays within that round's. */
+        uint64_t seen = g_rounds;
+        while (g_rounds == seen)
+            pthread_cond_wait(&g_round_cond, &g_round_lock);
         uint64_t bytes = g_round_bytes;
         pthread_mutex_unlock(&g_round_lock);
         return bytes;
     }
+    g_round_running = true;
+    pthread_mutex_unlock(&g_round_lock);
+
+    uint64_t now = ca_now_ns();
     asked list[MAX_ASKED];
     int n = ask_all(api, list);
     uint64_t bytes = n ? collect(list, n, now + (uint64_t)wait_ms * 1000000u) : 0;
-    g_round_end = ca_now_ns();
+
+    pthread_mutex_lock(&g_round_lock);
+    g_round_running = false;
+    g_rounds++;
     g_round_bytes = bytes;
+    pthread_cond_broadcast(&g_round_cond);
     pthread_mutex_unlock(&g_round_lock);
     return bytes;
+}
+
+void ca_neighbours_after_fork(void)
+{
+    /* A round under way in another thread at the fork never ends in the child. */
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    g_round_lock = lock;
+    g_round_cond = cond;
+    g_round_running = false;
 }
