@@ -24,6 +24,10 @@
 
 #define MAX_ASKED 64
 #define POLL_NS 1000000u            /* how often the answers are looked for */
+/* A neighbour whose monitor thread has not beaten for this long (it beats every 250 ms and
+ * at every answer) is stopped, hung or dead: it is asked, but not waited for. */
+#define STALE_NS 1000000000u
+#define LIVENESS_POLLS 50           /* polls between looks for a process gone meanwhile */
 
 typedef struct asked {
     ca_stats_header *h;
@@ -82,8 +86,9 @@ static ca_stats_header *open_neighbour(int dfd, const char *name, const char *ap
     return m;
 }
 
-/* Post a request to every neighbour; how many were asked. */
-static int ask_all(const char *api, asked *list)
+/* Post a request to every neighbour; how many are to be waited for (those that look alive:
+ * their monitor beat within STALE_NS of now). */
+static int ask_all(const char *api, asked *list, uint64_t now)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, CA_STATS_NAME_PREFIX "%u.", (unsigned)geteuid());
@@ -99,10 +104,24 @@ static int ask_all(const char *api, asked *list)
         ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len);
         if (!h)
             continue;
-        list[n++] = (asked){h, len, ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR)};
+        uint64_t seq = ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR);
+        /* Unsigned: a beat in the future (a corrupted word) counts as stale too. */
+        if (now - __atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE) > STALE_NS)
+            munmap(h, len); /* it serves the request if it ever runs again */
+        else
+            list[n++] = (asked){h, len, seq};
     }
     closedir(dir);
     return n;
+}
+
+/* Whether the neighbour behind h can still answer: not when it stopped its statistics (exit:
+ * its beat is then 0) or is gone (a reaped process; a zombie is waited for). */
+static bool may_answer(ca_stats_header *h, bool look_for_process)
+{
+    if (__atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE) == 0)
+        return false;
+    return !look_for_process || kill((pid_t)h->pid, 0) == 0 || errno != ESRCH;
 }
 
 /* Wait for the answers until deadline; the bytes the answered ones released. Unmaps all. */
@@ -110,13 +129,16 @@ static uint64_t collect(asked *list, int n, uint64_t deadline)
 {
     uint64_t bytes = 0;
     int left = n;
-    while (left > 0) {
+    for (unsigned poll = 0; left > 0; poll++) {
         for (int i = 0; i < n; i++) {
-            if (!list[i].h || __atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) <
-                                  list[i].seq)
+            if (!list[i].h)
                 continue;
-            /* A later request may have overtaken ours: its answer counts the same memory. */
-            bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
+            if (__atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) >= list[i].seq) {
+                /* A later request may have overtaken ours: its answer counts the same memory. */
+                bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
+            } else if (may_answer(list[i].h, poll % LIVENESS_POLLS == LIVENESS_POLLS - 1)) {
+                continue;
+            }
             munmap(list[i].h, list[i].len);
             list[i].h = NULL;
             left--;
@@ -150,7 +172,7 @@ uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms)
 
     uint64_t now = ca_now_ns();
     asked list[MAX_ASKED];
-    int n = ask_all(api, list);
+    int n = ask_all(api, list, now);
     uint64_t bytes = n ? collect(list, n, now + (uint64_t)wait_ms * 1000000u) : 0;
 
     pthread_mutex_lock(&g_round_lock);

@@ -549,6 +549,9 @@ void ca_stats_stop(void)
     pthread_mutex_lock(&g_pub_lock);
     __atomic_store_n(&g_state, NULL, __ATOMIC_RELEASE);
     __atomic_fetch_add(&g_gen, 1, __ATOMIC_RELEASE);
+    /* Nothing more will be served: a neighbour waiting for an answer stops waiting (a beat of
+     * 0 says the writer stopped), rather than wait out its bound. */
+    __atomic_store_n(&h->heartbeat_ns, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_pub_lock);
     remove_segment();
 

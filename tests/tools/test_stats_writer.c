@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,11 +56,16 @@ static int src_read(void *ctx, int dev, ca_dev_stats *o)
     return 1;
 }
 
+static long g_reclaim_sleep_ms;      /* atomic; time each reclaim waits (for the device, say) */
+
 static uint64_t src_reclaim(void *ctx, int dev)
 {
     (void)ctx;
     (void)dev;
     __atomic_fetch_add(&g_reclaim_calls, 1, __ATOMIC_RELAXED);
+    long ms = __atomic_load_n(&g_reclaim_sleep_ms, __ATOMIC_ACQUIRE);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
     return __atomic_exchange_n(&g_cached, 0, __ATOMIC_ACQ_REL);
 }
 
@@ -516,6 +522,72 @@ static void test_neighbour_gives_back(void **state)
     stop_neighbour(other, other_ready, other_hold);
 }
 
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* A neighbour stopped (SIGSTOP) for over a second is asked but not waited for; it gives back
+ * what it holds once it runs again. */
+static void test_stopped_neighbour_not_waited(void **state)
+{
+    (void)state;
+    int ready, hold;
+    pid_t child = start_neighbour("cuda", &ready, &hold);
+    assert_int_equal(kill(child, SIGSTOP), 0);
+    sleep_ms(1300); /* its monitor has not beaten for over a second */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(ca_neighbours_ask("cuda", 3000), 0);
+    long waited = ms_since(&t0);
+    assert_int_equal(kill(child, SIGCONT), 0);
+    print_message("a round with a stopped neighbour: %ld ms\n", waited);
+    assert_true(waited < 1000);
+    top_proc p;
+    uint64_t given = 0;
+    for (int i = 0; i < 100 && given == 0; i++) {
+        sleep_ms(50);
+        assert_int_equal(read_pid((int)child, &p), 0);
+        given = p.dev[0].given;
+        top_proc_clear(&p);
+    }
+    assert_int_equal(given, 3 << 20);
+    stop_neighbour(child, ready, hold);
+}
+
+static void *close_soon(void *arg)
+{
+    sleep_ms(200);
+    close(*(int *)arg);
+    return NULL;
+}
+
+/* A neighbour that exits while its answer is under way (a reclaim of 3 s) is no longer waited
+ * for once it stopped its statistics. */
+static void test_exiting_neighbour_not_waited(void **state)
+{
+    (void)state;
+    int ready, hold;
+    __atomic_store_n(&g_reclaim_sleep_ms, 3000, __ATOMIC_RELEASE); /* the child's */
+    pid_t child = start_neighbour("cuda", &ready, &hold);
+    __atomic_store_n(&g_reclaim_sleep_ms, 0, __ATOMIC_RELEASE);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, close_soon, &hold), 0);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ca_neighbours_ask("cuda", 5000);
+    long waited = ms_since(&t0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    print_message("a round with a neighbour exiting: %ld ms\n", waited);
+    assert_true(waited < 2000); /* 200 ms, and a loaded machine's delays */
+    close(ready);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* A forked child forgets the parent's segment, starts its own, and removes it at exit;
  * the parent's segment is untouched. */
 static void test_fork_child_and_exit_removal(void **state)
@@ -629,6 +701,8 @@ int main(void)
         cmocka_unit_test(test_reclaim_served_by_monitor),
         cmocka_unit_test(test_fork_child_and_exit_removal),
         cmocka_unit_test(test_neighbour_gives_back),
+        cmocka_unit_test(test_stopped_neighbour_not_waited),
+        cmocka_unit_test(test_exiting_neighbour_not_waited),
         cmocka_unit_test(test_start_fails_cleanly_without_dir),
         cmocka_unit_test(test_default_shm_name),
         cmocka_unit_test(test_stop_removes_and_restart),
