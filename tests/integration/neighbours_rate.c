@@ -15,7 +15,8 @@
  * second (the writer's limit: one reclaim per 10 ms at the most), when its live block lost
  * its contents, or, with RATE_MAX_COST=N, when an asker cost it more than N% more CPU a pass.
  * The suite does not set it: on a shared machine the CPU figures move with the load.
- * Run with CACHEALLOC_STATS=1, a private CACHEALLOC_SHM_DIR and SIMDEV_SHARED. */
+ * Run with CACHEALLOC_STATS=1 and a private CACHEALLOC_SHM_DIR; the device is shared under a
+ * SIMDEV_SHARED name of the test's own. */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -162,6 +163,8 @@ static struct rate measure(int cmd, int reply, unsigned secs)
 int main(void)
 {
     gpu_own_stats_dir();
+    char table[128];
+    gpu_share_device("neighbours-rate", table, sizeof table);
     unsigned secs = getenv("RATE_SECONDS") ? (unsigned)atoi(getenv("RATE_SECONDS")) : 2;
     double max_cost = getenv("RATE_MAX_COST") ? atof(getenv("RATE_MAX_COST")) : 0;
     int cmd[2], reply[2];
@@ -221,6 +224,7 @@ int main(void)
     if (write(cmd[1], &c, 1) != 1 || waitpid(nb, &st, 0) != nb)
         return 2;
     bool kept = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    unlink(table);
     /* The cost: the neighbour's CPU a pass (all its threads) beyond the baselines' mean, and
      * the passes a second it lost (the library asker against its twin that never asks: both
      * take the same CPU themselves, on this machine's two CPUs). */

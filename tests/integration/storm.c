@@ -523,6 +523,7 @@ static int run_storm(const char *self, int memfd, bool cached, unsigned secs, in
                 fprintf(stderr, "storm: process %d never started\n", i);
                 for (int k = 0; k < nprocs; k++)
                     kill(pids[k], SIGKILL);
+                unlink(sh->table);
                 return 1;
             }
             sleep_ms(1);
