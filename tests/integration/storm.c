@@ -63,7 +63,7 @@
 struct counts {
     uint64_t tried, served, after_round, by_neighbours, refused, unfit, racy_fit;
     uint64_t check_unfit, check_served, violations, rounds, given_bytes;
-    uint64_t round_max_ns, call_max_ns, bad_contents, held_ns;
+    uint64_t round_max_ns, call_max_ns, bad_contents, held_ns, served_ns, refused_ns;
 };
 
 struct entry {
@@ -358,6 +358,7 @@ static gpuError_t timed_malloc(void **p, uint64_t n, struct counts *c, bool *ask
     uint64_t t = now_ns() - t0;
     if (t > c->call_max_ns)
         c->call_max_ns = t;
+    *(e == gpuSuccess ? &c->served_ns : &c->refused_ns) += t;
     if (e != gpuSuccess)
         (void)gpuGetLastError();
     *given = drain(c);
@@ -559,9 +560,12 @@ static int run_storm(const char *self, int memfd, bool cached, unsigned secs, in
                "); rounds %" PRIu64 ", %" PRIu64 " MiB given back, longest round %.1f ms "
                "(bound %" PRIu64 " ms)\n", t.after_round, t.by_neighbours, t.rounds,
                t.given_bytes / MIB, (double)t.round_max_ns / 1e6, bound_ns / 1000000);
-    printf("  longest request %.1f ms; the storm held for checks %.1f%% of the time; live blocks "
-           "that lost their contents: %" PRIu64 "\n", (double)t.call_max_ns / 1e6,
-           100.0 * (double)t.held_ns / ((double)secs * 1e9), t.bad_contents);
+    printf("  time in requests: served %.1f s, refused %.1f s, of %d x %u s; longest request "
+           "%.1f ms\n", (double)t.served_ns / 1e9, (double)t.refused_ns / 1e9, nprocs, secs,
+           (double)t.call_max_ns / 1e6);
+    printf("  the storm held for checks %.1f%% of the time; live blocks that lost their "
+           "contents: %" PRIu64 "\n", 100.0 * (double)t.held_ns / ((double)secs * 1e9),
+           t.bad_contents);
     fflush(stdout);
     return failed || t.violations || t.bad_contents || t.round_max_ns > bound_ns;
 }
