@@ -33,6 +33,7 @@ typedef struct asked {
     ca_stats_header *h;
     size_t len;
     uint64_t seq;
+    pid_t pid; /* as checked when the segment was opened */
 } asked;
 
 /* One round at a time per process (g_round_lock guards the rest). */
@@ -49,12 +50,13 @@ static const char *segment_dir(void)
 }
 
 /* The neighbour's segment mapped for a request, when it is one: a regular file of ours that
- * holds a complete version 3 header of the same API, of a live process that is not this one.
- * NULL otherwise. Writers never shrink their file, so the mapping stays readable. What its
- * records say it holds is not looked at: they may be 250 ms old, older than the frees that
- * matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour with
- * nothing free answers 0 at the cost of a look at its pools. */
-static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len)
+ * holds a complete version 3 header of the same API, of a live process (*pid) that is not
+ * this one. NULL otherwise. Writers never shrink their file, so the mapping stays readable.
+ * What its records say it holds is not looked at: they may be 250 ms old, older than the
+ * frees that matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour
+ * with nothing free answers 0 at the cost of a look at its pools. */
+static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len,
+                                       pid_t *pid)
 {
     int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
@@ -83,12 +85,21 @@ static ca_stats_header *open_neighbour(int dfd, const char *name, const char *ap
         munmap(map, *len);
         return NULL;
     }
+    *pid = (pid_t)h.pid;
     return m;
+}
+
+/* Whether a neighbour's beat is older than STALE_NS, or as far in the future (a corrupted
+ * word: the clock is the same for every process). */
+static bool stale(uint64_t beat)
+{
+    uint64_t now = ca_now_ns();
+    return beat > now ? beat - now > STALE_NS : now - beat > STALE_NS;
 }
 
 /* Post a request to every neighbour; how many are to be waited for (those that look alive:
  * their monitor beat within STALE_NS of now). */
-static int ask_all(const char *api, asked *list, uint64_t now)
+static int ask_all(const char *api, asked *list)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, CA_STATS_NAME_PREFIX "%u.", (unsigned)geteuid());
@@ -101,27 +112,27 @@ static int ask_all(const char *api, asked *list, uint64_t now)
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
             continue;
         size_t len;
-        ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len);
+        pid_t pid;
+        ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len, &pid);
         if (!h)
             continue;
         uint64_t seq = ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR);
-        /* Unsigned: a beat in the future (a corrupted word) counts as stale too. */
-        if (now - __atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE) > STALE_NS)
+        if (stale(__atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE)))
             munmap(h, len); /* it serves the request if it ever runs again */
         else
-            list[n++] = (asked){h, len, seq};
+            list[n++] = (asked){h, len, seq, pid};
     }
     closedir(dir);
     return n;
 }
 
-/* Whether the neighbour behind h can still answer: not when it stopped its statistics (exit:
+/* Whether the neighbour asked in a can still answer: not when it stopped its statistics (exit:
  * its beat is then 0) or is gone (a reaped process; a zombie is waited for). */
-static bool may_answer(ca_stats_header *h, bool look_for_process)
+static bool may_answer(const asked *a, bool look_for_process)
 {
-    if (__atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE) == 0)
+    if (__atomic_load_n(&a->h->heartbeat_ns, __ATOMIC_ACQUIRE) == 0)
         return false;
-    return !look_for_process || kill((pid_t)h->pid, 0) == 0 || errno != ESRCH;
+    return !look_for_process || kill(a->pid, 0) == 0 || errno != ESRCH;
 }
 
 /* Wait for the answers until deadline; the bytes the answered ones released. Unmaps all. */
@@ -136,7 +147,7 @@ static uint64_t collect(asked *list, int n, uint64_t deadline)
             if (__atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) >= list[i].seq) {
                 /* A later request may have overtaken ours: its answer counts the same memory. */
                 bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
-            } else if (may_answer(list[i].h, poll % LIVENESS_POLLS == LIVENESS_POLLS - 1)) {
+            } else if (may_answer(&list[i], poll % LIVENESS_POLLS == LIVENESS_POLLS - 1)) {
                 continue;
             }
             munmap(list[i].h, list[i].len);
@@ -172,7 +183,7 @@ uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms)
 
     uint64_t now = ca_now_ns();
     asked list[MAX_ASKED];
-    int n = ask_all(api, list, now);
+    int n = ask_all(api, list);
     uint64_t bytes = n ? collect(list, n, now + (uint64_t)wait_ms * 1000000u) : 0;
 
     pthread_mutex_lock(&g_round_lock);
