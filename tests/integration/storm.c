@@ -76,7 +76,7 @@ struct worker {
     uint64_t seq;
     int64_t pid;
     uint32_t n;
-    int ready, done;
+    int ready, leaving, done;
     struct entry live[MAX_LIVE];
     struct counts c;
 };
@@ -134,11 +134,11 @@ static uint64_t holds(const struct worker *w, bool cached)
         n = __atomic_load_n(&w->n, __ATOMIC_RELAXED);
         if (n > MAX_LIVE)
             n = MAX_LIVE;
+        /* Acquire loads rather than a fence, which ThreadSanitizer does not know. */
         for (uint32_t k = 0; k < n; k++) {
-            copy[k].addr = __atomic_load_n(&w->live[k].addr, __ATOMIC_RELAXED);
-            copy[k].size = __atomic_load_n(&w->live[k].size, __ATOMIC_RELAXED);
+            copy[k].addr = __atomic_load_n(&w->live[k].addr, __ATOMIC_ACQUIRE);
+            copy[k].size = __atomic_load_n(&w->live[k].size, __ATOMIC_ACQUIRE);
         }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (!(s0 & 1) && __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == s0)
             break;
         sched_yield();
@@ -192,7 +192,11 @@ static uint64_t could_have(void)
             continue; /* free, or dead: the simulator clears it at its next look */
         used += slots[s].used[0];
         for (int k = 0; k < sh->nprocs; k++) {
-            if (sh->w[k].pid != slots[s].pid)
+            /* A process past its storm frees its blocks into its cache and exits: its exit
+             * stops its statistics first, so it answers no more, and what it holds goes back
+             * when it is gone. */
+            if (sh->w[k].pid != slots[s].pid ||
+                __atomic_load_n(&sh->w[k].leaving, __ATOMIC_ACQUIRE))
                 continue;
             uint64_t h = holds(&sh->w[k], sh->cached);
             back += slots[s].used[0] > h ? slots[s].used[0] - h : 0;
@@ -212,11 +216,11 @@ static void ledger_add(void *p, uint64_t n)
 {
     struct worker *w = &sh->w[me];
     EXPECT(w->n < MAX_LIVE);
+    /* Release stores rather than a fence, as the statistics writer does. */
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&w->live[w->n].addr, (uint64_t)(uintptr_t)p, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->live[w->n].size, n, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->n, w->n + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->live[w->n].addr, (uint64_t)(uintptr_t)p, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->live[w->n].size, n, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->n, w->n + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -224,11 +228,10 @@ static void ledger_remove(uint32_t k)
 {
     struct worker *w = &sh->w[me];
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     uint32_t last = w->n - 1;
-    __atomic_store_n(&w->live[k].addr, w->live[last].addr, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->live[k].size, w->live[last].size, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->n, last, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->live[k].addr, w->live[last].addr, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->live[k].size, w->live[last].size, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->n, last, __ATOMIC_RELEASE);
     __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -461,6 +464,7 @@ static int worker(int index)
         sleep_ms((long)(next_rand() % 3)); /* the program's own work */
     }
     lock_storm(false);
+    __atomic_store_n(&w->leaving, 1, __ATOMIC_RELEASE);
     while (w->n > 0)
         free_one(w->n - 1, &c);
     pthread_rwlock_unlock(&sh->storm);
