@@ -56,6 +56,7 @@ static void after_fork_child(void)
     ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
     ca_stats_source_after_fork();
+    ca_neighbours_after_fork();
     ca_lane_invalidate();
 }
 
