@@ -104,7 +104,9 @@ val() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 # One size (1 MiB) and random sizes (1 to 8 MiB), 1 to 8 threads, two non-blocking streams
 # that stay idle or of which one is kept busy with host functions of 20 us, two queued at a
 # time. Modes: plain runtime, the reference cache that synchronizes the device before reuse
-# (bench-loop --sync-cache), and the preloaded cache. Printed by loop_section.
+# (bench-loop --sync-cache), the preloaded cache, and the preloaded cache whose frees
+# synchronize the device as the runtime's do (c-sync: CACHEALLOC_REUSE=sync, HIP's default).
+# Printed by loop_section.
 loop=$builddir/tests/bench/bench-loop
 loop_memory=${SIMDEV_MEMORY:-8G}
 
@@ -119,6 +121,7 @@ loop_cmd() {  # mode sizes threads streams
     plain) echo "env -u LD_PRELOAD $base $loop $args" ;;
     sync) echo "env -u LD_PRELOAD $base $loop $args --sync-cache" ;;
     cache) echo "env $base LD_PRELOAD=$shim $loop $args" ;;
+    c-sync) echo "env $base CACHEALLOC_REUSE=sync LD_PRELOAD=$shim $loop $args" ;;
     esac
 }
 
@@ -131,7 +134,7 @@ loop_section() {
     for sizes in fixed random; do
         for streams in idle busy; do
             for threads in 1 2 4 8; do
-                for m in plain sync cache; do
+                for m in plain sync cache c-sync; do
                     cmd=$(loop_cmd "$m" "$sizes" "$threads" "$streams")
                     commands+=("$cmd  (best of $loop_runs)")
                     best=
@@ -156,7 +159,7 @@ loop_section() {
     echo "Loops of cudaMalloc/cudaFree beside 2 non-blocking streams (busy: one kept running host"
     echo "functions of 20 us, 2 queued), 8-byte memset after each allocation; caches: $loop_pairs"
     echo "timed pairs after 1000 warm-up pairs per thread, plain: a tenth; best of $loop_runs."
-    local seg o p s mib W R bound
+    local seg o p s c mib W R bound
     for sizes in fixed random; do
         seg=$((2 << 20)) mib=1
         [ "$sizes" = random ] && seg=$((20 << 20)) mib=1-8
@@ -167,13 +170,15 @@ loop_section() {
             for threads in 1 2 4 8; do
                 p=$tmp/loop.plain.$sizes.$threads.$streams
                 s=$tmp/loop.sync.$sizes.$threads.$streams
-                for m in plain sync cache; do
+                c=$tmp/loop.cache.$sizes.$threads.$streams
+                for m in plain sync cache c-sync; do
                     o=$tmp/loop.$m.$sizes.$threads.$streams
                     W=$(val peak_live_bytes "$o")
                     R=$(val peak_reserved_bytes "$o")
                     bound=$((2 * W + seg))
                     awk -v t="$threads" -v m="$m" -v pps="$(val pairs_per_s "$o")" \
                         -v pp="$(val pairs_per_s "$p")" -v ps="$(val pairs_per_s "$s")" \
+                        -v pc="$(val pairs_per_s "$c")" \
                         -v W="$W" -v R="$R" -v B="$bound" \
                         -v ma="$(val driver_mallocs_per_10k "$o")" \
                         -v sy="$(val device_syncs_per_10k "$o")" 'BEGIN {
@@ -182,6 +187,9 @@ loop_section() {
                             ok = sprintf("reserved %s, mallocs %s, 10x plain %s, >= sync %s",
                                 R <= B ? "ok" : "OVER", ma <= 1 ? "ok" : "OVER",
                                 pps >= 10 * pp ? "ok" : "no", pps >= ps ? "ok" : "no")
+                        if (m == "c-sync")
+                            ok = sprintf("%.2fx cache, mallocs %s", pps / pc,
+                                ma <= 1 ? "ok" : "OVER")
                         printf "    %-3s %-6s %10d %7.1fx %7.2fx %10.1f %10.1f %10.1f %10.2f %9.1f  %s\n",
                             t, m, pps, pps / pp, pps / ps, W / 1048576, R / 1048576,
                             B / 1048576, ma, sy, ok }'
@@ -192,6 +200,8 @@ loop_section() {
     echo "  live: largest live working set (sum of requested sizes); res: the driver's peak reserved"
     echo "  bytes; bound: 2 x live + one segment (2 MiB, or 20 MiB for 1-8 MiB); mallocs and syncs:"
     echo "  the driver's allocations and device synchronizations during the timed pairs, per 10,000."
+    echo "  c-sync: the cache under CACHEALLOC_REUSE=sync, each free synchronizing the device as the"
+    echo "  runtime's free does (HIP's default); x cache: its pairs/s over the cache's (safe)."
     echo
 }
 

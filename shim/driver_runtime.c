@@ -82,6 +82,7 @@ ca_runtime ca_drv_rt = {
     .event_flags = CUABI_EVENT_DISABLE_TIMING,
     .vmm_desc = drv_vmm_desc,
     .expandable_default = 1,
+    .reuse_default = CA_REUSE_SAFE,
     .host_owner = ca_drv_host_owner,
     .host_wait = ca_drv_host_wait,
     .slot = CA_RT_CUDA,

@@ -154,14 +154,15 @@ ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
     ca_stream_plain_thread(rt, dev);
     ca_lane *l = lane_arm(rt, gen, dev);
     if (l != NULL)
-        l->plain = 1;
+        l->plain = rt->free_syncs ? CA_LANE_ALLOC : CA_LANE_ALLOC | CA_LANE_FREE;
     return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
 }
 
-ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
+/* The answer to a plain free the arena gave st for (dev: the block's device), by a thread whose
+ * plain calls are counted on device counted (-1: none known). */
+static ca_rt_err plain_freed(ca_runtime *rt, ca_status st, int dev, void *ptr, int counted)
 {
-    int dev = -1;
-    switch (ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev)) {
+    switch (st) {
     case CA_OK:
         if (dev != counted)
             ca_stream_plain_thread(rt, dev);
@@ -173,6 +174,13 @@ ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
         return e != rt->codes.success ? e : rt->codes.invalid_value;
     }
     }
+}
+
+ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
+{
+    int dev = -1;
+    ca_status st = ca_free(rt->arena, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, &dev);
+    return plain_freed(rt, st, dev, ptr, counted);
 }
 
 ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
@@ -187,6 +195,13 @@ ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
     if (!ca_stream_plain_counted(rt) && rt->fn.get_device(&dev) == rt->codes.success &&
         usable_device(dev))
         ca_stream_plain_thread(rt, dev);
+    /* CACHEALLOC_REUSE=sync: the device first, as the runtime's free does (no lane keeps such
+     * a free: they all come here). */
+    if (rt->free_syncs) {
+        dev = -1;
+        ca_status st = ca_free_synced(rt->arena, ptr, &dev);
+        return plain_freed(rt, st, dev, ptr, -1);
+    }
     return ca_front_free_lane(rt, ptr, -1);
 }
 

@@ -36,7 +36,7 @@ CA_INLINE ca_rt_err ca_front_malloc(ca_runtime *rt, void **ptr, size_t size)
 CA_INLINE ca_rt_err ca_front_free(ca_runtime *rt, void *ptr)
 {
     ca_lane *l = ca_lane_of(rt);
-    if (l == NULL || !l->plain || ptr == NULL)
+    if (l == NULL || !(l->plain & CA_LANE_FREE) || ptr == NULL)
         return ca_front_free_full(rt, ptr);
     /* Kept only as a block of the lane's device, whose sticky error would have staled it. */
     if (ca_free_hit(l->tc, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, l->dev))

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "address.h"
 #include "capture.h"
 #include "front.h"
 #include "front_lane.h"
@@ -52,6 +53,7 @@ static const ca_rt_sym hip_syms[] = {
     SYM(host_alloc, "hipHostMalloc", 0),
     SYM(host_free, "hipHostFree", 0),
     SYM(mem_get_address_range, "hipMemGetAddressRange", 0),
+    SYM(mem_ptr_get_info, "hipMemPtrGetInfo", 0),
     SYM(mem_retain_handle, "hipMemRetainAllocationHandle", 0),
     SYM(mem_export_handle, "hipMemExportToShareableHandle", 0),
     SYM(mem_import_handle, "hipMemImportFromShareableHandle", 0),
@@ -106,6 +108,8 @@ static ca_runtime hip_rt = {
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,
     .slot = CA_RT_HIP,
+    /* hip_runtime_api.h: hipFree "performs an implicit hipDeviceSynchronize() call". */
+    .reuse_default = CA_REUSE_SYNC,
     .pci_attrs = {67, 68, 69}, /* hipDeviceAttributePciBusId, PciDeviceId, PciDomainID */
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -188,9 +192,18 @@ ca_rt_err hipHostAlloc(void **ptr, size_t size, unsigned int flags) { return hos
 ca_rt_err hipHostFree(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }
 /* Interposed hipFreeHost (deprecated): hipHostFree's. */
 ca_rt_err hipFreeHost(void *ptr) { return ca_front_host_free(&hip_rt, ptr); }
-/* Interposed hipMemGetAddressRange: a cached pinned block is one runtime allocation of its size
- * class, so its range is answered as the size the program asked for, as a fresh allocation's
- * is; everything else is the runtime's answer. */
+/* Address queries: a block of the cache, device memory in a segment or a pinned block of its
+ * size class, is answered as a fresh allocation of the size the program asked for is (its own
+ * start, that size); everything else is the runtime's answer (address.h). A block of a plain
+ * segment is answered so too, unlike the CUDA door's: ROCm's IPC handle carries the exported
+ * pointer's offset in its allocation, so the block's own start exports as it is (docs/shim.md,
+ * "Address queries"). True, with its start and size, for one of the cache's blocks. */
+static bool served_range(void *p, uintptr_t *start, size_t *size)
+{
+    return ca_front_range(&hip_rt, p, start, size) != CA_RANGE_RUNTIME;
+}
+
+/* Interposed hipMemGetAddressRange: the runtime's answer, or a block's own range. */
 ca_rt_err hipMemGetAddressRange(void **pbase, size_t *psize, void *dptr)
 {
     (void)ca_cache_ready(&hip_rt);
@@ -199,11 +212,25 @@ ca_rt_err hipMemGetAddressRange(void **pbase, size_t *psize, void *dptr)
     ca_rt_err e = hip_rt.fn.mem_get_address_range(pbase, psize, dptr);
     uintptr_t start;
     size_t size;
-    if (e == hip_rt.codes.success && ca_front_host_locate(&hip_rt, dptr, &start, &size)) {
+    if (e == hip_rt.codes.success && served_range(dptr, &start, &size)) {
         if (pbase)
             *pbase = (void *)start;
         if (psize)
             *psize = size;
     }
+    return e;
+}
+
+/* Interposed hipMemPtrGetInfo: the runtime's answer, or the size a block was asked with. */
+ca_rt_err hipMemPtrGetInfo(void *ptr, size_t *size)
+{
+    (void)ca_cache_ready(&hip_rt);
+    if (!hip_rt.fn.mem_ptr_get_info)
+        return hip_rt.codes.not_initialized;
+    ca_rt_err e = hip_rt.fn.mem_ptr_get_info(ptr, size);
+    uintptr_t start;
+    size_t asked;
+    if (e == hip_rt.codes.success && size && served_range(ptr, &start, &asked))
+        *size = asked;
     return e;
 }

@@ -92,7 +92,8 @@ typedef struct hipabi_mem_prop {
     X(hipHostAlloc, (void **ptr, size_t size, unsigned int flags))                           \
     X(hipHostFree, (void *ptr))                                                               \
     X(hipFreeHost, (void *ptr))                                                               \
-    X(hipMemGetAddressRange, (void **pbase, size_t *psize, void *dptr))
+    X(hipMemGetAddressRange, (void **pbase, size_t *psize, void *dptr))                       \
+    X(hipMemPtrGetInfo, (void *ptr, size_t *size))
 
 /* Real functions the shim calls besides the interposed ones. */
 #define HIPABI_CALLED(X)                                                                      \

@@ -56,6 +56,7 @@ static void after_fork_child(void)
     ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
     ca_stats_source_after_fork();
+    ca_neighbours_after_fork();
     ca_lane_invalidate();
 }
 
@@ -161,6 +162,8 @@ static void open_runtime(ca_runtime *rt)
         ca_backend_make(rt, &be);
         ca_config mine = config; /* the ladder's last rung asks processes of this API */
         mine.expandable = ca_rt_expandable(rt);
+        mine.reuse = ca_rt_reuse(rt);
+        rt->free_syncs = mine.reuse == CA_REUSE_SYNC;
         if (ca_shim_options()->neighbours) {
             mine.neighbours_api = rt->api;
             mine.neighbours_wait_ms = CA_NEIGHBOURS_WAIT_MS;

@@ -23,7 +23,8 @@ typedef struct __attribute__((aligned(64))) ca_lane {
     uint64_t gen;     /* ca_lane_gen when armed; 0: not armed (the generation starts at 1) */
     void *token;      /* what named the current device then (see ca_lane_token)            */
     int dev;          /* ... and that device                                                */
-    int plain;        /* the thread's plain calls are counted on dev (streams.c)            */
+    int plain;        /* the thread's plain calls are counted on dev (streams.c): which plain
+                       * calls the lane serves, CA_LANE_ALLOC and CA_LANE_FREE bits         */
     ca_tcache *tc;    /* the thread's cache of the runtime's arena (NULL: none), valid while
                        * the lane is armed (a cache's retirement disarms its thread's lanes) */
     /* The last stream of a stream-ordered call (none while async is 0): its handle and entry
@@ -34,6 +35,11 @@ typedef struct __attribute__((aligned(64))) ca_lane {
     void *stream;
     ca_stream_t key;
 } ca_lane;
+
+/* A lane's plain bits: allocations on it; frees kept on it (not where a plain free must
+ * synchronize its device, CACHEALLOC_REUSE=sync: those take the full way). */
+#define CA_LANE_ALLOC 1
+#define CA_LANE_FREE 2
 
 extern atomic_uint_fast64_t ca_lane_gen;
 extern _Thread_local ca_lane ca_lanes[CA_RT_SLOTS];

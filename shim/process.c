@@ -48,3 +48,9 @@ int ca_rt_expandable(const ca_runtime *rt)
     int e = ca_shim_options()->expandable;
     return e == CA_EXPANDABLE_AUTO ? rt->expandable_default : e;
 }
+
+ca_reuse_kind ca_rt_reuse(const ca_runtime *rt)
+{
+    int r = ca_shim_options()->reuse;
+    return r == CA_REUSE_AUTO ? rt->reuse_default : (ca_reuse_kind)r;
+}

@@ -17,6 +17,9 @@ const ca_options *ca_shim_options(void);
 /* Whether rt's arena grows expandable segments: the option, or the door's default for auto. */
 int ca_rt_expandable(const ca_runtime *rt);
 
+/* rt's reuse contract: the option, or the door's default for auto. */
+ca_reuse_kind ca_rt_reuse(const ca_runtime *rt);
+
 /* rt's arena is ready: ca_runtime_by_slot answers rt for its slot from now on. */
 void ca_registry_add(ca_runtime *rt);
 

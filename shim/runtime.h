@@ -85,8 +85,9 @@ typedef struct ca_rt_fns {
     /* Optional: page-locked host memory (host_front.c), the driver's or runtime's own calls. */
     ca_rt_err (*host_alloc)(void **ptr, size_t size, unsigned flags);
     ca_rt_err (*host_free)(void *ptr);
-    /* Optional, HIP's door: the range query it answers for cached pinned blocks. */
+    /* Optional, HIP's door: the address queries it answers for the cache's blocks. */
     ca_rt_err (*mem_get_address_range)(void **base, size_t *size, void *ptr);
+    ca_rt_err (*mem_ptr_get_info)(void *ptr, size_t *size);
     /* The current device's ordinal, as a VMM property names it (a context's device). */
     ca_rt_err (*device_ordinal)(int *dev);
     /* Optional: a device's attribute (its ordinal; codes in ca_runtime.pci_attrs) and UUID
@@ -165,6 +166,9 @@ typedef struct ca_runtime {
     /* Expandable segments when CACHEALLOC_EXPANDABLE is auto: on where the door exports their
      * blocks to other processes (ipc_mapped.c), since a default must not break IPC. */
     int expandable_default;
+    /* The reuse contract when CACHEALLOC_REUSE is auto: sync where the runtime's documentation
+     * promises its free's synchronization (HIP), safe where only practice does (CUDA). */
+    ca_reuse_kind reuse_default;
     /* Optional, where memory belongs to a context (the CUDA driver): what a pinned block
      * belongs to, asked when it is pinned, and the wait of its free given that (host_front.c);
      * without them, the current device's fn.device_synchronize. */
@@ -174,6 +178,8 @@ typedef struct ca_runtime {
     /* State, owned by init.c: filled once, then read without locks. */
     ca_rt_fns fn;
     ca_arena *arena;
+    bool free_syncs;             /* CACHEALLOC_REUSE=sync: a plain free synchronizes its
+                                  * device first (ca_free_synced), never kept on the lane   */
     struct ca_host_pool *_Atomic host_pool; /* pinned host memory, made at its first use */
     atomic_int ready;            /* 1 once fn and arena are usable                          */
     atomic_int passthrough;      /* 1: the runtime lacks a required function (or the arena

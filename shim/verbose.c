@@ -26,6 +26,12 @@ void ca_verbose_start(FILE *out, const ca_runtime *rt, const ca_options *o)
         snprintf(stats, sizeof stats, "off (CACHEALLOC_STATS=0)");
     else if (ca_stats_path(stats, sizeof stats) != 0)
         snprintf(stats, sizeof stats, "unavailable (name too long)");
+    /* CACHEALLOC_REUSE=auto: the contract the door chose. */
+    char reuse[96] = "";
+    if (o->reuse == CA_REUSE_AUTO)
+        snprintf(reuse, sizeof reuse, "; reuse=%s, the %s door's default%s",
+                 ca_rt_reuse(rt) == CA_REUSE_SYNC ? "sync" : "safe", rt->api,
+                 ca_rt_reuse(rt) == CA_REUSE_SYNC ? ": each free synchronizes its device" : "");
     char expand[160] = "";
     int expandable = ca_rt_expandable(rt);
     if (expandable && !ca_backend_has_vmm(rt))
@@ -35,9 +41,10 @@ void ca_verbose_start(FILE *out, const ca_runtime *rt, const ca_options *o)
     else if (expandable)
         snprintf(expand, sizeof expand, "; expandable segments over the %s's virtual memory calls",
                  rt->real_what);
-    fprintf(out, "cachealloc %s: serving %s, %s in %s%s%s; %s%s; statistics %s%s\n", CA_VERSION,
+    fprintf(out, "cachealloc %s: serving %s, %s in %s%s%s; %s%s%s; statistics %s%s\n", CA_VERSION,
             rt->door, rt->real_what, where, rt->found_how ? ", " : "",
-            rt->found_how ? rt->found_how() : "", opts, expand, o->stats ? "in " : "", stats);
+            rt->found_how ? rt->found_how() : "", opts, reuse, expand, o->stats ? "in " : "",
+            stats);
 }
 
 void ca_verbose_summary(FILE *out, const ca_runtime *rt)

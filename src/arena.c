@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "arena_ladder.h"
+#include "ca_assert.h"
 #include "ca_compiler.h"
 #include "grow.h"
 #include "clock.h"
@@ -93,7 +94,7 @@ static void device_ready(ca_arena *a, ca_device *d, bool *driver_failed)
         size_t size = ca_segment_size(&a->cfg, ca_round_request(&a->cfg, a->cfg.prealloc_bytes));
         ca_block *b;
         if (!d->limit || size <= d->limit)
-            (void)ca_segment_new(a, d, &d->plain, size, false, true, &b, driver_failed);
+            (void)ca_segment_new(a, d, &d->plain, size, false, true, 0, &b, driver_failed, NULL);
     }
 }
 
@@ -204,6 +205,29 @@ static void warn_oom(ca_arena *a, ca_device *d, size_t size)
             d->st.pending_bytes, limit, largest);
 }
 
+/* A new segment of size bytes whose first block serves rounded. A runtime may answer bases
+ * aligned to less than a block needs (chipStar's and ROCm's to 128 bytes): blocks then begin at
+ * the next boundary, and an allocation left too short that way goes back, to be asked again
+ * with room (ca_segment_new asks every later one so). */
+static ca_status segment_for(ca_arena *a, ca_device *d, ca_pool *p, size_t size, bool small,
+                             size_t rounded, ca_block **out, bool *driver_failed)
+{
+    void *unfit = NULL;
+    ca_status rc = ca_segment_new(a, d, p, size, small, false, rounded, out, driver_failed, &unfit);
+    if (!unfit)
+        return rc;
+    d->st.driver_free_calls++;
+    ca_window_begin(d);
+    a->be.release(a->be.ctx, d->id, unfit);
+    ca_window_end(d);
+    if (ca_quiet(a)) /* a capture began meanwhile: no more driver calls */
+        return CA_ERR_BACKEND;
+    unfit = NULL;
+    rc = ca_segment_new(a, d, p, size, small, false, rounded, out, driver_failed, &unfit);
+    ca_assert(unfit == NULL); /* asked with room for any base */
+    return rc;
+}
+
 /* Rung 4 of the ladder: a new segment, unless the limit forbids it. *full says the device (or the
  * limit) had no room; *driver_failed that the runtime recorded an error to clear. */
 static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
@@ -238,9 +262,9 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
         seg = rounded;
     }
     ca_block *b = NULL;
-    ca_status rc = ca_segment_new(a, d, p, seg, small, false, &b, driver_failed);
+    ca_status rc = segment_for(a, d, p, seg, small, rounded, &b, driver_failed);
     if (rc != CA_OK && *driver_failed && seg > rounded)
-        rc = ca_segment_new(a, d, p, rounded, small, false, &b, driver_failed);
+        rc = segment_for(a, d, p, rounded, small, rounded, &b, driver_failed);
     if (rc != CA_OK && *driver_failed)
         *full = true;
     return rc == CA_OK ? b : NULL;
@@ -401,7 +425,7 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
         return CA_ERR_OOM;
     ca_block *b = NULL;
     bool driver_failed = false; /* nothing to clear: the program sees the driver's own answer */
-    ca_status rc = ca_segment_new(a, d, &d->plain, rounded, small, false, &b, &driver_failed);
+    ca_status rc = segment_for(a, d, &d->plain, rounded, small, rounded, &b, &driver_failed);
     if (rc != CA_OK)
         return rc;
     *out = ca_block_take(a, d, b, rounded);
@@ -638,9 +662,11 @@ static void free_uncached(ca_arena *a, ca_device *d, ca_block *b)
 }
 
 /* Free b, taken out of d's live map, under d's lock (kept there). counted: the program's own
- * free, not a thread cache giving back a block whose free it counted already. */
+ * free, not a thread cache giving back a block whose free it counted already. idle: the device
+ * was synchronized within this free (ca_free_synced), so nothing queued before it can still use
+ * the block: reusable at once by every stream. */
 static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api,
-                        bool counted)
+                        bool counted, bool idle)
 {
     void *ptr = (void *)b->addr;
     __atomic_store_n(&b->hot.gen, b->hot.gen + 1, __ATOMIC_RELAXED);
@@ -655,7 +681,7 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
         return;
     }
     /* The contract decides: it waits for a fence, or its pool may reuse it at once. */
-    if (!ca_reuse_pend(a, d, b, s, api) && !ca_fast_push(d, b->seg->pool, b))
+    if (!ca_reuse_pend(a, d, b, s, api, idle) && !ca_fast_push(d, b->seg->pool, b))
         ca_block_free(d, b);
 }
 
@@ -666,7 +692,7 @@ static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
     if (!b)
         return; /* the device was reset meanwhile */
     __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED);
-    free_locked(a, d, b, e->key, e->api, false);
+    free_locked(a, d, b, e->key, e->api, false, false);
 }
 
 static void tc_flush(ca_arena *a, const ca_tc_entry *kept, int n)
@@ -715,9 +741,9 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     return free_slow(a, ptr, s, api, dev_out);
 }
 
-/* ca_free past the thread's cache: the pools, under the device lock. */
-static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, unsigned api,
-                                       int *dev_out)
+/* A free through the pools, under the device lock; idle as free_locked's. */
+CA_INLINE ca_status free_pooled(ca_arena *a, void *ptr, ca_stream_t s, unsigned api,
+                                int *dev_out, bool idle)
 {
     ca_device *d;
     ca_block *b;
@@ -733,9 +759,34 @@ static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, un
         ca_lock_release(&d->lock);
         return CA_ERR_INVALID;
     }
-    free_locked(a, d, b, s, api, true);
+    free_locked(a, d, b, s, api, true, idle);
     ca_lock_release(&d->lock);
     return CA_OK;
+}
+
+/* ca_free past the thread's cache. */
+static CA_NOINLINE ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, unsigned api,
+                                       int *dev_out)
+{
+    return free_pooled(a, ptr, s, api, dev_out, false);
+}
+
+ca_status ca_free_synced(ca_arena *a, void *ptr, int *dev_out)
+{
+    int dev;
+    size_t size;
+    ca_device *d;
+    /* No live block here (never the arena's, freed already, inside one), or nothing cached
+     * (the runtime's free, which synchronizes itself): ca_free answers. */
+    if (!ptr || a->cfg.pool == CA_POOL_NONE || !ca_lookup(a, ptr, &dev, &size) ||
+        (d = ca_device_peek(a, dev)) == NULL)
+        return ca_free(a, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, dev_out);
+    /* The runtime's order: the device first, then the free. A free of the same block by
+     * another thread meanwhile is the program's double free, answered as one below. */
+    ca_lock_acquire(&d->lock);
+    bool idle = ca_reuse_wait_device(a, d);
+    ca_lock_release(&d->lock);
+    return free_pooled(a, ptr, CA_STREAM_LEGACY, CA_API_PLAIN, dev_out, idle);
 }
 
 typedef struct lookup {

@@ -87,11 +87,16 @@ typedef struct ca_backend {
 } ca_backend;
 
 typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
-typedef enum ca_reuse_kind { CA_REUSE_SAFE = 0, CA_REUSE_STREAM = 1 } ca_reuse_kind;
+/* When a freed block may serve again: SAFE, the reuse contract (fences and events); STREAM,
+ * PyTorch's (at once, cross-stream use is the program's business); SYNC, SAFE where a plain
+ * free first synchronizes the block's device, as the runtime's own free does (ca_free_synced). */
+typedef enum ca_reuse_kind {
+    CA_REUSE_SAFE = 0, CA_REUSE_STREAM = 1, CA_REUSE_SYNC = 2
+} ca_reuse_kind;
 /* How plain frees are known to be past the device (docs/arena.md, "Pending memory"): EVENTS
- * records fences and waits for the oldest that covers a request; SYNC records none and, when
+ * records fences and waits for the oldest that covers a request; DEVICE records none and, when
  * pending memory must be waited for, synchronizes the device once for every pending block. */
-typedef enum ca_fences_kind { CA_FENCES_EVENTS = 0, CA_FENCES_SYNC = 1 } ca_fences_kind;
+typedef enum ca_fences_kind { CA_FENCES_EVENTS = 0, CA_FENCES_DEVICE = 1 } ca_fences_kind;
 
 /* One allocation or segment event, for the timeline (CACHEALLOC_TRACE) and leak reports. */
 typedef enum ca_trace_kind {
@@ -188,6 +193,13 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
  * block's device. */
 ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out);
 
+/* A plain free that first synchronizes the block's device, as cudaFree and hipFree do
+ * (CACHEALLOC_REUSE=sync): when it returns, the device has finished everything queued before
+ * the call, and the block is reusable at once by every stream. Answers as ca_free (a pointer
+ * that is no live block gets ca_free's answer, with no synchronization: the runtime's own free
+ * has it). During a stream capture no device call is made and the block waits for a fence. */
+ca_status ca_free_synced(ca_arena *a, void *ptr, int *dev_out);
+
 /* Look up a live allocation: its device and usable size. 0 when ptr is not a live block. */
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
 
@@ -195,6 +207,8 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
  * the block of that segment that holds it. */
 typedef struct ca_place {
     int dev;
+    /* The driver allocation holding it: a plain segment's blocks may begin a little after its
+     * base and end before its end, where the driver's base was aligned to less than a block. */
     uintptr_t seg_base;
     size_t seg_size;
     int expandable;  /* a reserved range mapped page by page, not one driver allocation */

@@ -287,7 +287,7 @@ void ca_arena_destroy(ca_arena *a)
         }
         for (int k = 0; k < d->nsegs; k++)
             if (!d->segs[k]->expandable)
-                a->be.release(a->be.ctx, i, (void *)d->segs[k]->base);
+                a->be.release(a->be.ctx, i, (void *)ca_seg_driver_base(d->segs[k]));
         ca_reuse_destroy(a, d);
         free_device_state(d);
         free(d);

@@ -35,6 +35,9 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
 {
     uintptr_t at = s->base;
     const ca_block *prev = NULL;
+    /* Every block starts on CA_ROUND, whatever base the driver answered (ca_segment_new). */
+    ca_assert(s->base % CA_ROUND == 0 && s->size % CA_ROUND == 0);
+    ca_assert(!s->expandable || (s->lead == 0 && s->tail == 0));
     for (const ca_block *b = s->first; b; prev = b, b = b->next) {
         ca_assert(b->seg == s);
         ca_assert(b->prev == prev);
@@ -64,7 +67,8 @@ void ca_device_check(ca_device *d)
     uint64_t sum[6] = {0}, n[6] = {0}, bin_bytes = 0, bin_count = 0, nfast = 0;
     for (int i = 0; i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i];
-        ca_assert(i == 0 || d->segs[i - 1]->base + d->segs[i - 1]->size <= s->base);
+        ca_assert(i == 0 || ca_seg_driver_base(d->segs[i - 1]) +
+                                    ca_seg_driver_size(d->segs[i - 1]) <= ca_seg_driver_base(s));
         check_segment(d, s, sum, n);
     }
     /* Every allocated block is in the live map, and nothing else. */

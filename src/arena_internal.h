@@ -57,8 +57,11 @@ struct ca_block {
 };
 
 struct ca_segment {
-    uintptr_t base;
-    size_t size;
+    uintptr_t base;           /* its first block: a multiple of CA_ROUND             */
+    size_t size;              /* what its blocks tile                                */
+    /* A plain segment's driver allocation may begin before base and end after base + size:
+     * a runtime may answer a base aligned to less than CA_ROUND (ca_segment_new). */
+    size_t lead, tail;
     ca_pool *pool;            /* the pool whose streams may use it           */
     ca_block *first;          /* lowest block                                */
     bool small;
@@ -121,6 +124,9 @@ struct ca_device {
     size_t vmm_page;
     size_t vmm_range;
     bool vmm_off;             /* unavailable here: plain segments only           */
+    bool bases_unaligned;     /* the driver answered a segment base off CA_ROUND: a segment
+                               * that must hold its request whole is asked with room   */
+    size_t max_lead;          /* the most bytes a segment's base lies past its driver's */
     uint64_t peers;           /* ordinals of the devices the program let reach this one's
                                * memory: every mapping gives them access too            */
     bool ranges_gone;         /* unmapped ahead of a device reset                */
@@ -211,8 +217,21 @@ int ca_seg_reserve(ca_device *d);
 void ca_seg_insert(ca_device *d, ca_segment *s);
 void ca_seg_remove(ca_device *d, ca_segment *s);
 void ca_note_peaks(ca_dev_stats *st);
+/* A segment of `size` bytes from the driver, whose first block (all of it, free) comes back in
+ * *out; every block of it starts on CA_ROUND, whatever base the driver answered. rounded (0:
+ * none) is the request it must serve: where the driver's base left too little room for it,
+ * nothing is made, *unfit gets the driver's allocation for the caller to give back without the
+ * lock (CA_ERR_BACKEND), and from then on the device's segments that must hold their request
+ * are asked with room for it, a large block's alignment included. */
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, ca_block **out, bool *driver_failed);
+                         bool pinned, size_t rounded, ca_block **out, bool *driver_failed,
+                         void **unfit);
+/* The driver allocation of plain segment s: where it begins, and its size. */
+static inline uintptr_t ca_seg_driver_base(const ca_segment *s) { return s->base - s->lead; }
+static inline size_t ca_seg_driver_size(const ca_segment *s)
+{
+    return s->lead + s->size + s->tail;
+}
 void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg);
 void ca_segment_release(ca_arena *a, int dev, ca_segment *seg);
 void ca_segment_forget(ca_segment *seg);

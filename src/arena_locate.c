@@ -25,7 +25,8 @@ static bool place_in(ca_arena *a, ca_device *d, void *ctx)
     if (!seg)
         return false;
     const ca_block *b = block_at(seg, q->addr);
-    *q->out = (ca_place){.dev = d->id, .seg_base = seg->base, .seg_size = seg->size,
+    *q->out = (ca_place){.dev = d->id, .seg_base = ca_seg_driver_base(seg),
+                         .seg_size = ca_seg_driver_size(seg),
                          .expandable = seg->expandable, .block = b ? b->addr : 0,
                          .size = b ? b->size : 0, .requested = b ? b->requested : 0,
                          .live = b && b->state == BLOCK_ALLOC &&

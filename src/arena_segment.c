@@ -91,13 +91,26 @@ static int seg_index(const ca_device *d, uintptr_t addr)
     return found;
 }
 
+/* Whether addr lies in s's driver allocation: its blocks, or the bytes before and after them
+ * that an unaligned base left (never handed out, never the runtime's to free). */
+static bool holds(const ca_segment *s, uintptr_t addr)
+{
+    return addr >= ca_seg_driver_base(s) && addr - ca_seg_driver_base(s) < ca_seg_driver_size(s);
+}
+
 ca_segment *ca_segment_find(const ca_device *d, uintptr_t addr)
 {
-    int i = seg_index(d, addr);
-    if (i < 0)
-        return NULL;
-    ca_segment *s = d->segs[i];
-    return addr < s->base + s->size ? s : NULL;
+    /* A segment's driver allocation begins at most max_lead bytes before its base (place()):
+     * the one holding addr is based at most that far past it. Driver allocations are disjoint
+     * and ordered as their bases: of those based at or before addr, only the last may. */
+    uintptr_t past = addr + d->max_lead < addr ? UINTPTR_MAX : addr + d->max_lead;
+    for (int k = seg_index(d, past); k >= 0; k--) {
+        if (holds(d->segs[k], addr))
+            return d->segs[k];
+        if (d->segs[k]->base <= addr)
+            break;
+    }
+    return NULL;
 }
 
 /* Room for one more segment, made before the driver is asked: a segment the arena could not
@@ -136,8 +149,43 @@ void ca_note_peaks(ca_dev_stats *st)
         st->peak_allocated_bytes = st->allocated_bytes;
 }
 
+/* What a segment that must hold rounded bytes is asked beyond them where the device's bases
+ * come unaligned: CA_ROUND, so that its first block holds them whatever the base; a large
+ * block's alignment more, so that ca_block_take can start it there. Only in the split pool:
+ * a binned or uncached block is its whole segment, and starts where the segment does. */
+static size_t room_for(const ca_arena *a, size_t rounded)
+{
+    size_t big = a->cfg.big_align;
+    return big && rounded >= big && a->cfg.pool == CA_POOL_SPLIT ? big : CA_ROUND;
+}
+
+/* Blocks tile [base, base + size) of the driver's [ptr, ptr + got): from the first CA_ROUND
+ * boundary to the last, no more than `want` bytes or what serves rounded at its aligned start,
+ * whichever is more (a binned or uncached segment stays one block of its own size). Every block then starts on
+ * CA_ROUND at least, whatever the driver's base. */
+static void place(const ca_arena *a, ca_segment *seg, uintptr_t ptr, size_t got, size_t want,
+                  size_t rounded)
+{
+    uintptr_t base = ca_align_up(ptr, CA_ROUND);
+    uintptr_t end = ca_align_down(ptr + got, CA_ROUND);
+    size_t size = end > base ? end - base : 0;
+    size_t keep = want;
+    if (a->cfg.pool == CA_POOL_SPLIT &&
+        rounded + ca_align_pad(base, rounded, a->cfg.big_align) > keep)
+        keep = rounded + ca_align_pad(base, rounded, a->cfg.big_align);
+    if (size > keep)
+        size = keep;
+    seg->base = base;
+    seg->size = size;
+    seg->lead = base - ptr;
+    seg->tail = got - seg->lead - size;
+    ca_assert(seg->base % CA_ROUND == 0 && seg->size % CA_ROUND == 0);
+    ca_assert(ca_seg_driver_base(seg) == ptr && ca_seg_driver_size(seg) == got);
+}
+
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, ca_block **out, bool *driver_failed)
+                         bool pinned, size_t rounded, ca_block **out, bool *driver_failed,
+                         void **unfit)
 {
     ca_segment *seg = calloc(1, sizeof *seg);
     ca_block *b = ca_block_new(d);
@@ -147,9 +195,12 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
             ca_block_recycle(d, b);
         return CA_ERR_OOM;
     }
+    size_t ask = size;
+    if (rounded && d->bases_unaligned && ask < rounded + room_for(a, rounded))
+        ask = rounded + room_for(a, rounded);
     void *ptr = NULL;
     d->st.driver_alloc_calls++;
-    int rc = a->be.alloc(a->be.ctx, d->id, size, &ptr);
+    int rc = a->be.alloc(a->be.ctx, d->id, ask, &ptr);
     if (rc != CA_OK || !ptr) {
         /* Whatever the code, the runtime recorded it as its last error. */
         *driver_failed = true;
@@ -157,8 +208,18 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
         ca_block_recycle(d, b);
         return rc == CA_OK || rc != CA_ERR_OOM ? CA_ERR_BACKEND : CA_ERR_OOM;
     }
-    seg->base = (uintptr_t)ptr;
-    seg->size = size;
+    if ((uintptr_t)ptr % CA_ROUND)
+        d->bases_unaligned = true;
+    place(a, seg, (uintptr_t)ptr, ask, size, rounded);
+    if (seg->size < rounded) {
+        /* The base left too little room: the caller gives it back (the lock dropped). */
+        *unfit = ptr;
+        free(seg);
+        ca_block_recycle(d, b);
+        return CA_ERR_BACKEND;
+    }
+    if (seg->lead > d->max_lead)
+        d->max_lead = seg->lead;
     seg->pool = pool;
     pool->nsegs++;
     seg->small = small;
@@ -166,17 +227,17 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->first = b;
     ca_seg_insert(d, seg);
     b->addr = seg->base;
-    b->size = size;
+    b->size = seg->size;
     b->seg = seg;
     b->state = BLOCK_FREE;
     ca_bins_insert(ca_pool_bins(pool, small), b);
     whole_add(d, seg);
-    d->st.reserved_bytes += size;
-    d->st.cached_bytes += size;
+    d->st.reserved_bytes += seg->size;
+    d->st.cached_bytes += seg->size;
     d->st.segments++;
     ca_note_peaks(&d->st);
     if (a->cfg.trace)
-        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_ALLOC, d->id, ptr, size, pool->stream);
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_ALLOC, d->id, ptr, ask, pool->stream);
     *out = b;
     return CA_OK;
 }
@@ -197,13 +258,13 @@ void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
     ca_block_recycle(d, b);
     seg->first = NULL;
     if (a->cfg.trace)
-        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_FREE, d->id, (void *)seg->base, seg->size,
-                     seg->pool->stream);
+        a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_SEG_FREE, d->id, (void *)ca_seg_driver_base(seg),
+                     ca_seg_driver_size(seg), seg->pool->stream);
 }
 
 void ca_segment_release(ca_arena *a, int dev, ca_segment *seg)
 {
-    a->be.release(a->be.ctx, dev, (void *)seg->base);
+    a->be.release(a->be.ctx, dev, (void *)ca_seg_driver_base(seg));
     free(seg);
 }
 
@@ -326,6 +387,7 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
             d->st.cached_bytes += rest;
         }
     }
+    ca_assert(b->addr % CA_ROUND == 0);
     b->state = BLOCK_ALLOC;
     b->bin = ca_bin_of(b->size); /* its exact-size list when freed */
     d->st.allocated_bytes += b->size;

@@ -24,17 +24,24 @@
 
 #define MAX_ASKED 64
 #define POLL_NS 1000000u            /* how often the answers are looked for */
-#define ROUND_GAP_NS 100000000u     /* one round at a time, at most one per this gap */
+/* A neighbour whose monitor thread has not beaten for this long (it beats every 250 ms and
+ * at every answer) is stopped, hung or dead: it is asked, but not waited for. */
+#define STALE_NS 1000000000u
+#define LIVENESS_POLLS 50           /* polls between looks for a process gone meanwhile */
 
 typedef struct asked {
     ca_stats_header *h;
     size_t len;
     uint64_t seq;
+    pid_t pid; /* as checked when the segment was opened */
 } asked;
 
+/* One round at a time per process (g_round_lock guards the rest). */
 static pthread_mutex_t g_round_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t g_round_end;    /* when the last round ended (g_round_lock) */
-static uint64_t g_round_bytes;  /* what it brought back                    */
+static pthread_cond_t g_round_cond = PTHREAD_COND_INITIALIZER;
+static bool g_round_running;    /* a thread is asking now                  */
+static uint64_t g_rounds;       /* rounds ended                            */
+static uint64_t g_round_bytes;  /* what the last one brought back          */
 
 static const char *segment_dir(void)
 {
@@ -43,12 +50,13 @@ static const char *segment_dir(void)
 }
 
 /* The neighbour's segment mapped for a request, when it is one: a regular file of ours that
- * holds a complete version 3 header of the same API, of a live process that is not this one.
- * NULL otherwise. Writers never shrink their file, so the mapping stays readable. What its
- * records say it holds is not looked at: they may be 250 ms old, older than the frees that
- * matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour with
- * nothing free answers 0 at the cost of a look at its pools. */
-static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len)
+ * holds a complete version 3 header of the same API, of a live process (*pid) that is not
+ * this one. NULL otherwise. Writers never shrink their file, so the mapping stays readable.
+ * What its records say it holds is not looked at: they may be 250 ms old, older than the
+ * frees that matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour
+ * with nothing free answers 0 at the cost of a look at its pools. */
+static ca_stats_header *open_neighbour(int dfd, const char *name, const char *api, size_t *len,
+                                       pid_t *pid)
 {
     int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
@@ -77,10 +85,20 @@ static ca_stats_header *open_neighbour(int dfd, const char *name, const char *ap
         munmap(map, *len);
         return NULL;
     }
+    *pid = (pid_t)h.pid;
     return m;
 }
 
-/* Post a request to every neighbour; how many were asked. */
+/* Whether a neighbour's beat is older than STALE_NS, or as far in the future (a corrupted
+ * word: the clock is the same for every process). */
+static bool stale(uint64_t beat)
+{
+    uint64_t now = ca_now_ns();
+    return beat > now ? beat - now > STALE_NS : now - beat > STALE_NS;
+}
+
+/* Post a request to every neighbour; how many are to be waited for (those that look alive:
+ * their monitor beat within STALE_NS of now). */
 static int ask_all(const char *api, asked *list)
 {
     char prefix[64];
@@ -94,13 +112,27 @@ static int ask_all(const char *api, asked *list)
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
             continue;
         size_t len;
-        ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len);
+        pid_t pid;
+        ca_stats_header *h = open_neighbour(dirfd(dir), e->d_name, api, &len, &pid);
         if (!h)
             continue;
-        list[n++] = (asked){h, len, ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR)};
+        uint64_t seq = ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR);
+        if (stale(__atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE)))
+            munmap(h, len); /* it serves the request if it ever runs again */
+        else
+            list[n++] = (asked){h, len, seq, pid};
     }
     closedir(dir);
     return n;
+}
+
+/* Whether the neighbour asked in a can still answer: not when it stopped its statistics (exit:
+ * its beat is then 0) or is gone (a reaped process; a zombie is waited for). */
+static bool may_answer(const asked *a, bool look_for_process)
+{
+    if (__atomic_load_n(&a->h->heartbeat_ns, __ATOMIC_ACQUIRE) == 0)
+        return false;
+    return !look_for_process || kill(a->pid, 0) == 0 || errno != ESRCH;
 }
 
 /* Wait for the answers until deadline; the bytes the answered ones released. Unmaps all. */
@@ -108,13 +140,16 @@ static uint64_t collect(asked *list, int n, uint64_t deadline)
 {
     uint64_t bytes = 0;
     int left = n;
-    while (left > 0) {
+    for (unsigned poll = 0; left > 0; poll++) {
         for (int i = 0; i < n; i++) {
-            if (!list[i].h || __atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) <
-                                  list[i].seq)
+            if (!list[i].h)
                 continue;
-            /* A later request may have overtaken ours: its answer counts the same memory. */
-            bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
+            if (__atomic_load_n(&list[i].h->reclaim_done, __ATOMIC_ACQUIRE) >= list[i].seq) {
+                /* A later request may have overtaken ours: its answer counts the same memory. */
+                bytes += __atomic_load_n(&list[i].h->reclaim_bytes, __ATOMIC_RELAXED);
+            } else if (may_answer(&list[i], poll % LIVENESS_POLLS == LIVENESS_POLLS - 1)) {
+                continue;
+            }
             munmap(list[i].h, list[i].len);
             list[i].h = NULL;
             left--;
@@ -133,18 +168,39 @@ static uint64_t collect(asked *list, int n, uint64_t deadline)
 uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms)
 {
     pthread_mutex_lock(&g_round_lock);
-    uint64_t now = ca_now_ns();
-    if (g_round_end && now - g_round_end < ROUND_GAP_NS) {
-        /* Another thread's round just ended: what it brought back is there to be found. */
+    if (g_round_running) {
+        /* Another thread's round is under way: its answer is this thread's too, and the wait
+         * stays within that round's. */
+        uint64_t seen = g_rounds;
+        while (g_rounds == seen)
+            pthread_cond_wait(&g_round_cond, &g_round_lock);
         uint64_t bytes = g_round_bytes;
         pthread_mutex_unlock(&g_round_lock);
         return bytes;
     }
+    g_round_running = true;
+    pthread_mutex_unlock(&g_round_lock);
+
+    uint64_t now = ca_now_ns();
     asked list[MAX_ASKED];
     int n = ask_all(api, list);
     uint64_t bytes = n ? collect(list, n, now + (uint64_t)wait_ms * 1000000u) : 0;
-    g_round_end = ca_now_ns();
+
+    pthread_mutex_lock(&g_round_lock);
+    g_round_running = false;
+    g_rounds++;
     g_round_bytes = bytes;
+    pthread_cond_broadcast(&g_round_cond);
     pthread_mutex_unlock(&g_round_lock);
     return bytes;
+}
+
+void ca_neighbours_after_fork(void)
+{
+    /* A round under way in another thread at the fork never ends in the child. */
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    g_round_lock = lock;
+    g_round_cond = cond;
+    g_round_running = false;
 }

@@ -12,9 +12,13 @@
 #define CA_NEIGHBOURS_WAIT_MS 1000u
 
 /* Ask every neighbour to give back what its caches hold free, and wait at most wait_ms for
- * their answers: the bytes they report released (0: nobody asked, or nothing given). One
- * round at a time per process; a call within 100 ms of the last round's end answers that
- * round's figure without asking again. Call with no lock of the arena held. */
+ * their answers: the bytes they report released (0: nobody asked, or nothing given). A
+ * neighbour whose monitor thread has not beaten for a second (stopped, hung) is asked but not
+ * waited for. One round at a time per process: a call while another thread's round is under
+ * way waits for that round and answers its figure. Call with no lock of the arena held. */
 uint64_t ca_neighbours_ask(const char *api, unsigned wait_ms);
+
+/* In a forked child: no round is under way there. */
+void ca_neighbours_after_fork(void);
 
 #endif

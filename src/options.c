@@ -37,9 +37,10 @@ typedef struct opt_choice {
 static const opt_choice pool_words[] = {
     {"split", CA_POOL_SPLIT}, {"binned", CA_POOL_BINNED}, {"none", CA_POOL_NONE}, {NULL, 0}};
 static const opt_choice reuse_words[] = {
-    {"safe", CA_REUSE_SAFE}, {"stream", CA_REUSE_STREAM}, {NULL, 0}};
+    {"auto", CA_REUSE_AUTO}, {"safe", CA_REUSE_SAFE}, {"sync", CA_REUSE_SYNC},
+    {"stream", CA_REUSE_STREAM}, {NULL, 0}};
 static const opt_choice fences_words[] = {
-    {"sync", CA_FENCES_SYNC}, {"events", CA_FENCES_EVENTS}, {NULL, 0}};
+    {"device", CA_FENCES_DEVICE}, {"events", CA_FENCES_EVENTS}, {NULL, 0}};
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
@@ -66,9 +67,10 @@ typedef struct opt_desc {
 
 static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_POOL] = {PREFIX "POOL", "pool", K_CHOICE, pool_words, 0, "split, binned, none", "split"},
-    [OPT_REUSE] = {PREFIX "REUSE", "reuse", K_CHOICE, reuse_words, 0, "safe, stream", "safe"},
-    [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0, "sync, events",
-                    "sync"},
+    [OPT_REUSE] = {PREFIX "REUSE", "reuse", K_CHOICE, reuse_words, 0, "auto, safe, sync, stream",
+                   "auto"},
+    [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0, "device, events",
+                    "device"},
     [OPT_LIMIT] = {PREFIX "LIMIT", "limit", K_SIZE_PCT, NULL, 0,
                    SIZE_ACCEPTED " or 1%..100%", "no limit"},
     [OPT_RELEASE] = {PREFIX "RELEASE_THRESHOLD", "release_threshold", K_SIZE_PCT, NULL, 0,
@@ -111,7 +113,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     opt_value v = {0, 0, 0, ""};
     switch (id) {
     case OPT_POOL: v.choice = (int)o->pool; break;
-    case OPT_REUSE: v.choice = (int)o->reuse; break;
+    case OPT_REUSE: v.choice = o->reuse; break;
     case OPT_FENCES: v.choice = (int)o->fences; break;
     case OPT_LIMIT: v.bytes = o->limit_bytes; v.percent = o->limit_percent; break;
     case OPT_RELEASE: v.bytes = o->release_threshold; v.percent = o->release_percent; break;
@@ -137,7 +139,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
 static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     switch (id) {
     case OPT_POOL: o->pool = (ca_pool_kind)v->choice; break;
-    case OPT_REUSE: o->reuse = (ca_reuse_kind)v->choice; break;
+    case OPT_REUSE: o->reuse = v->choice; break;
     case OPT_FENCES: o->fences = (ca_fences_kind)v->choice; break;
     case OPT_LIMIT:
         o->limit_bytes = v->percent ? 0 : v->bytes;
@@ -168,8 +170,8 @@ void ca_options_defaults(ca_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->pool = CA_POOL_SPLIT;
-    o->reuse = CA_REUSE_SAFE;
-    o->fences = CA_FENCES_SYNC;
+    o->reuse = CA_REUSE_AUTO;
+    o->fences = CA_FENCES_DEVICE;
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
     o->expandable = CA_EXPANDABLE_AUTO;
@@ -437,7 +439,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     if (!o || !c) return;
     memset(c, 0, sizeof *c);
     c->pool = o->pool;
-    c->reuse = o->reuse;
+    c->reuse = o->reuse == CA_REUSE_AUTO ? CA_REUSE_SAFE : (ca_reuse_kind)o->reuse;
     c->fences = o->fences;
     c->limit_bytes = o->limit_bytes;
     c->limit_percent = o->limit_percent;

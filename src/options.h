@@ -16,11 +16,14 @@ typedef enum ca_leak_mode { CA_LEAK_OFF = 0, CA_LEAK_ON = 1, CA_LEAK_STACKS = 2 
 
 /* CACHEALLOC_EXPANDABLE unset or "auto": each door decides (ca_rt_expandable). */
 #define CA_EXPANDABLE_AUTO (-1)
+/* CACHEALLOC_REUSE unset or "auto": each door decides (ca_rt_reuse): sync for HIP, whose
+ * header promises hipFree's synchronization, safe for CUDA. */
+#define CA_REUSE_AUTO (-1)
 
 typedef struct ca_options {
     ca_pool_kind pool;          /* CACHEALLOC_POOL=split|binned|none        (split)   */
-    ca_reuse_kind reuse;        /* CACHEALLOC_REUSE=safe|stream             (safe)    */
-    ca_fences_kind fences;      /* CACHEALLOC_FENCES=sync|events            (sync)    */
+    int reuse;                  /* CACHEALLOC_REUSE=auto|safe|sync|stream   (auto)    */
+    ca_fences_kind fences;      /* CACHEALLOC_FENCES=device|events          (device)  */
     uint64_t limit_bytes;       /* CACHEALLOC_LIMIT=size or N%              (none: 0) */
     unsigned limit_percent;     /*   set instead of limit_bytes for "N%"              */
     uint64_t release_threshold; /* CACHEALLOC_RELEASE_THRESHOLD=size or N%  (UINT64_MAX: keep all) */
@@ -63,7 +66,7 @@ int ca_parse_percent(const char *s, unsigned *out);
  * cudaMalloc itself promises 256 bytes (and in practice 2 MiB for large requests). */
 #define CA_BIG_ALIGN_DEFAULT ((size_t)64 << 10)
 
-/* Fill an arena configuration from the options. */
+/* Fill an arena configuration from the options (reuse auto: safe; the shim sets each door's). */
 void ca_options_to_config(const ca_options *o, ca_config *c);
 
 /* Write "name=value" pairs of the options that differ from the default into buf (for the

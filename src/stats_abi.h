@@ -134,7 +134,8 @@ typedef struct ca_stats_header {
     uint32_t uid;
     uint64_t pid;
     uint64_t start_time;       /* field 22 of /proc/<pid>/stat: clock ticks since boot      */
-    uint64_t heartbeat_ns;     /* CLOCK_MONOTONIC, beaten by the monitor thread (atomic)    */
+    uint64_t heartbeat_ns;     /* CLOCK_MONOTONIC, beaten by the monitor thread (atomic);
+                                * 0 once the writer stopped                                 */
     uint64_t publish_count;    /* snapshots published (atomic)                             */
     uint64_t reclaim_request;  /* written by readers: CA_STATS_RECLAIM_WORD                */
     uint64_t reclaim_done;     /* written by the writer: seq of the last request served    */

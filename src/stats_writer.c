@@ -26,6 +26,14 @@ _Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
 
 #define MONITOR_PERIOD_NS 250000000L
 #define STOP_WAIT_S 1 /* how long exit waits for a reclaim in flight */
+/* Reclaim requests cost the program what its cache gives back (the unmapping here, the
+ * refill later): after a reclaim that took t of this thread's CPU time, the next waits until
+ * max(GAP_MIN, GAP_FACTOR x t) has passed, at most GAP_MAX (half of what a neighbour waits
+ * for an answer, so that a request is still answered in time). Requests posted meanwhile are
+ * served together. docs/arena.md, "How often", has the measurements. */
+#define RECLAIM_GAP_MIN_NS 10000000u
+#define RECLAIM_GAP_FACTOR 50u
+#define RECLAIM_GAP_MAX_NS 500000000u
 
 /* One started segment; the monitor thread holds a pointer to it for its whole life. */
 typedef struct writer_state {
@@ -44,6 +52,7 @@ typedef struct writer_state {
     char uuid[CA_STATS_DEVICE_CAPACITY][CA_STATS_UUID_LEN];
     char pci_bus_id[CA_STATS_DEVICE_CAPACITY][CA_STATS_PCI_LEN];
     unsigned char known[CA_STATS_DEVICE_CAPACITY]; /* atomic */
+    uint64_t next_reclaim_ns; /* no reclaim before (the monitor thread's own) */
 } writer_state;
 
 /* lock: start/stop. pub_lock: every write of records (short; never across a blocking call).
@@ -277,19 +286,52 @@ static uint64_t reclaim_for_neighbour(writer_state *st, int want)
 
 enum { SERVED = 1, LATER = 2 }; /* serve_reclaim's answers besides 0 (stopped) */
 
-/* Serve a pending reclaim request, if any: SERVED (or none pending), LATER (a capture holds
- * it back), 0 when the segment was stopped. */
+static struct timespec until(uint64_t deadline, uint64_t now)
+{
+    uint64_t left = deadline > now ? deadline - now : 0;
+    return (struct timespec){(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+}
+
+/* The CPU time this thread has used: what a reclaim cost the process, whatever else the
+ * machine runs meanwhile (a driver's waits for the device spin, and count). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t deadline)
+{
+    struct timespec ts = until(deadline, ca_now_ns());
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Serve a pending reclaim request, if any, once its turn came (RECLAIM_GAP_*): SERVED (or
+ * none pending), LATER (a capture holds it back), 0 when the segment was stopped. */
 static int serve_reclaim(writer_state *st)
 {
-    pthread_mutex_lock(&g_rec_lock);
-    if (current_gen() != st->gen) {
+    uint64_t req, seq;
+    for (;;) {
+        pthread_mutex_lock(&g_rec_lock);
+        if (current_gen() != st->gen) {
+            pthread_mutex_unlock(&g_rec_lock);
+            return 0;
+        }
+        req = __atomic_load_n(&st->hdr->reclaim_request, __ATOMIC_ACQUIRE);
+        seq = CA_STATS_RECLAIM_SEQ(req);
+        if (seq == __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_RELAXED) ||
+            ca_now_ns() >= st->next_reclaim_ns)
+            break;
+        /* Not yet: wait with no lock held, so that a stop is not kept waiting. */
         pthread_mutex_unlock(&g_rec_lock);
-        return 0;
+        sleep_until(st->next_reclaim_ns);
     }
-    uint64_t req = __atomic_load_n(&st->hdr->reclaim_request, __ATOMIC_ACQUIRE);
-    uint64_t seq = CA_STATS_RECLAIM_SEQ(req);
     if (seq != __atomic_load_n(&st->hdr->reclaim_done, __ATOMIC_RELAXED)) {
         int dev = CA_STATS_RECLAIM_DEV(req);
+        uint64_t t0 = thread_cpu_ns();
         uint64_t bytes = !st->src.reclaim                        ? 0
                          : CA_STATS_RECLAIM_FROM_NEIGHBOUR(req) ? reclaim_for_neighbour(st, dev)
                                                                 : st->src.reclaim(st->src.ctx, dev);
@@ -297,6 +339,11 @@ static int serve_reclaim(writer_state *st)
             pthread_mutex_unlock(&g_rec_lock);
             return LATER;
         }
+        uint64_t gap = (thread_cpu_ns() - t0) * RECLAIM_GAP_FACTOR;
+        gap = gap < RECLAIM_GAP_MIN_NS ? RECLAIM_GAP_MIN_NS
+              : gap > RECLAIM_GAP_MAX_NS ? RECLAIM_GAP_MAX_NS
+                                         : gap;
+        st->next_reclaim_ns = ca_now_ns() + gap;
         /* Publish first, so a reader that sees the answer also sees the lower numbers. */
         publish_if_current(st);
         __atomic_store_n(&st->hdr->reclaim_bytes, bytes, __ATOMIC_RELAXED);
@@ -304,12 +351,6 @@ static int serve_reclaim(writer_state *st)
     }
     pthread_mutex_unlock(&g_rec_lock);
     return SERVED;
-}
-
-static struct timespec until(uint64_t deadline, uint64_t now)
-{
-    uint64_t left = deadline > now ? deadline - now : 0;
-    return (struct timespec){(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 }
 
 /* Sleep until deadline (CLOCK_MONOTONIC ns) unless a reclaim request is or becomes pending:
@@ -349,9 +390,7 @@ static int serve_until(writer_state *st, uint64_t deadline)
         if (rc == 0)
             return 0;
         if (rc == LATER) {
-            struct timespec ts = until(deadline, ca_now_ns());
-            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-            }
+            sleep_until(deadline);
             break;
         }
     }
@@ -549,6 +588,9 @@ void ca_stats_stop(void)
     pthread_mutex_lock(&g_pub_lock);
     __atomic_store_n(&g_state, NULL, __ATOMIC_RELEASE);
     __atomic_fetch_add(&g_gen, 1, __ATOMIC_RELEASE);
+    /* Nothing more will be served: a neighbour waiting for an answer stops waiting (a beat of
+     * 0 says the writer stopped), rather than wait out its bound. */
+    __atomic_store_n(&h->heartbeat_ns, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_pub_lock);
     remove_segment();
 

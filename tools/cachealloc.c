@@ -35,7 +35,7 @@ static const knob knobs[] = {
      "most memory the cache may reserve per device"},
     {"pool", required_argument, "CACHEALLOC_POOL", NULL, " split|binned|none",
      "how free blocks are kept"},
-    {"reuse", required_argument, "CACHEALLOC_REUSE", NULL, " safe|stream",
+    {"reuse", required_argument, "CACHEALLOC_REUSE", NULL, " auto|safe|sync|stream",
      "when a freed block may be reused"},
     {"prealloc", required_argument, "CACHEALLOC_PREALLOC", NULL, " SIZE",
      "reserve this much per device at first use"},

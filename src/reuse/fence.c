@@ -42,7 +42,8 @@ static void pend(ca_device *d, ca_block *b)
     d->st.pending_bytes += b->size;
 }
 
-bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api)
+bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api,
+                   bool idle)
 {
     /* CACHEALLOC_POOL=none sends only quiet frees here: the segment goes back after the
      * capture, once the synchronization owed proved it idle. */
@@ -60,7 +61,7 @@ bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsign
             ca_reuse_async_freed(a, d, p);
         return false;
     }
-    if (!ca_reuse_fencing(&d->reuse, &a->cfg) && !d->reuse.sync_owed)
+    if (idle || (!ca_reuse_fencing(&d->reuse, &a->cfg) && !d->reuse.sync_owed))
         return false;
     pend(d, b);
     return true;
@@ -139,7 +140,7 @@ bool ca_reuse_fence(ca_arena *a, ca_device *d)
     ca_reuse *r = &d->reuse;
     if (!ca_reuse_fencing(r, &a->cfg))
         return true;
-    /* CACHEALLOC_FENCES=sync records none: pending blocks wait for a device synchronization. */
+    /* CACHEALLOC_FENCES=device records none: pending blocks wait for a device synchronization. */
     if (a->cfg.fences != CA_FENCES_EVENTS || ca_reuse_hushed(r, ca_quiet(a)) || r->streams_lost)
         return false;
     if (!r->pend_tail || r->unfenced_max_seq <= fenced_upto(r) ||

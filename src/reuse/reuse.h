@@ -77,7 +77,7 @@ typedef struct ca_reuse {
  * program did not opt out of the contract (CACHEALLOC_REUSE=stream). */
 static inline bool ca_reuse_fencing(const ca_reuse *r, const ca_config *cfg)
 {
-    return r->fenced && cfg->reuse == CA_REUSE_SAFE;
+    return r->fenced && cfg->reuse != CA_REUSE_STREAM; /* safe and sync */
 }
 
 /* Whether fences and pool events must be left alone: quiet (a capture is under way), or a
@@ -167,8 +167,11 @@ void ca_reuse_destroy(ca_arena *a, ca_device *d);
 void ca_reuse_forget(ca_device *d);
 
 /* reuse/fence.c: pending blocks and fences. */
-/* Stamps b's free: true when b pends until a fence covers it; false: its pool may reuse it now. */
-bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api);
+/* Stamps b's free: true when b pends until a fence covers it; false: its pool may reuse it now.
+ * idle: the device was synchronized within this free (ca_free_synced), so nothing queued before
+ * it can still use the block. */
+bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsigned api,
+                   bool idle);
 /* A destroyed stream's pool p: under fences its free blocks now wait like plain frees. */
 void ca_reuse_pool_retired(ca_arena *a, ca_device *d, ca_pool *p);
 /* Fence the frees pending since the last (CACHEALLOC_FENCES=events); false: wait for the device. */
@@ -191,8 +194,9 @@ static inline void ca_reuse_check(const ca_device *d) { (void)d; }
 #endif
 
 /* reuse/wait.c: waits (each drops the lock meanwhile). */
-/* Wait for the whole device once: it covers the frees and destroyed streams made before. */
-void ca_reuse_wait_device(ca_arena *a, ca_device *d);
+/* Wait for the whole device once: it covers the frees and destroyed streams made before. True
+ * when it did (not quiet, and the device answered success). */
+bool ca_reuse_wait_device(ca_arena *a, ca_device *d);
 /* Rung 5 of the ladder: wait for every fence and pool event; false when d does not fence. */
 bool ca_reuse_wait_all(ca_arena *a, ca_device *d);
 /* Rung 4: over the pending budget, wait instead of growing (round 0, 1, ...); false: grow. */

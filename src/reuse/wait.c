@@ -6,7 +6,7 @@
  * cache grows past pending memory only while it holds at most twice the working set (allocated
  * bytes plus the request); beyond that it waits, unlocked, and searches again: for the oldest
  * fences that cover the request's size in pending bytes (CACHEALLOC_FENCES=events), or for the
- * whole device (sync, the default). docs/arena.md gives the measurements. */
+ * whole device (device, the default). docs/arena.md gives the measurements. */
 #include <sched.h>
 #include <stdlib.h>
 
@@ -18,21 +18,22 @@
 /* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
  * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
  * the device's other allocations wait until it returned, as they do for the mode switch. */
-static void wait_device(ca_arena *a, ca_device *d, bool alone)
+static bool wait_device(ca_arena *a, ca_device *d, bool alone)
 {
     if (ca_quiet(a))
-        return;
+        return false;
     ca_reuse *r = &d->reuse;
     uint64_t token = r->free_seq, dying = r->dying_stamp;
     if (ca_reuse_sync(a, d, alone) != CA_OK)
-        return;
+        return false;
     ca_reuse_synced(d, token);
     for (int i = 0; i < r->ndying; i++)
         if (r->dying[i].stamp <= dying)
             r->dying[i].done = true;
+    return true;
 }
 
-void ca_reuse_wait_device(ca_arena *a, ca_device *d) { wait_device(a, d, false); }
+bool ca_reuse_wait_device(ca_arena *a, ca_device *d) { return wait_device(a, d, false); }
 
 /* What everything the contract holds waits for, copied (so the wait can drop the lock): the
  * destroyed streams' last events, the pools' events in flight, the newest fence's events. */
@@ -187,7 +188,7 @@ bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round)
         wait_device(a, d, true);
         return true;
     }
-    if (a->cfg.fences == CA_FENCES_SYNC) {
+    if (a->cfg.fences == CA_FENCES_DEVICE) {
         wait_device(a, d, false); /* every pending block at once, no event recorded */
         return true;
     }

@@ -77,12 +77,13 @@ void ca_reuse_switch(ca_arena *a, ca_device *d)
     ca_reuse_wait_switch(d);
     if (d->reuse.fenced)
         return;
-    if (ca_quiet(a) && a->cfg.reuse == CA_REUSE_SAFE && a->cfg.pool != CA_POOL_NONE) {
+    bool safe = a->cfg.reuse != CA_REUSE_STREAM; /* safe and sync */
+    if (ca_quiet(a) && safe && a->cfg.pool != CA_POOL_NONE) {
         d->reuse.sync_owed = true; /* until then the device serves nothing quietly */
         return;
     }
     d->reuse.fenced = true;
-    if (a->cfg.reuse != CA_REUSE_SAFE || a->cfg.pool == CA_POOL_NONE)
+    if (!safe || a->cfg.pool == CA_POOL_NONE)
         return;
     (void)ca_reuse_sync(a, d, true);
 }

@@ -145,6 +145,7 @@ static inline struct simdev_counters sim_counters(int dev)
 
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The statistics directory the test names (CACHEALLOC_SHM_DIR), made before the cache starts:
  * a directory of the test's own, so that no other test's ladder asks this process for its
@@ -154,6 +155,17 @@ static inline void gpu_own_stats_dir(void)
     const char *d = getenv("CACHEALLOC_SHM_DIR");
     if (d != NULL)
         mkdir(d, 0700);
+}
+
+/* The simulated device shared (SIMDEV_SHARED) by this process and the children it forks from
+ * now on, under a name of its own (kind and pid: two runs never meet); *table is the shared
+ * table's path, for the test to remove at its end. */
+static inline void gpu_share_device(const char *kind, char *table, size_t len)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s-%d", kind, (int)getpid());
+    setenv("SIMDEV_SHARED", name, 1);
+    snprintf(table, len, "/dev/shm/simdev.%u.%s", (unsigned)getuid(), name);
 }
 
 static inline void sleep_ms(long ms)

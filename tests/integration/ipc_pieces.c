@@ -15,15 +15,12 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 
-#include "gpu_ipc.h"
-#include "ipc_peer.h"
+#include "ipc_procs.h"
 #include "ipc_wire.h"
 #include "open_fds.h"
 
-#define PIECE (2 << 20)
-#define TAG_WORDS 16
+#define PIECE IPC_PIECE
 #define WRITTEN_BACK 1000000u /* what the importer adds to each piece's tag */
 
 static int pieces(void)
@@ -34,37 +31,16 @@ static int pieces(void)
     return n;
 }
 
-static void tag_words(uint32_t tag, uint32_t w[TAG_WORDS])
-{
-    for (uint32_t i = 0; i < TAG_WORDS; i++)
-        w[i] = tag * 2654435761u + i;
-}
-
 /* Writes tag's words at the start of piece k of the block at base. */
 static void put_tag(void *base, int k, uint32_t tag)
 {
-    uint32_t w[TAG_WORDS];
-    tag_words(tag, w);
-    CHECK(gpuMemcpy((char *)base + (size_t)k * PIECE, w, sizeof w, gpuMemcpyDefault));
+    put_words(base, (size_t)k * PIECE, tag);
 }
 
 /* Whether piece k of the block at base starts with tag's words. */
 static int has_tag(const void *base, int k, uint32_t tag)
 {
-    uint32_t w[TAG_WORDS], want[TAG_WORDS];
-    tag_words(tag, want);
-    CHECK(gpuMemcpy(w, (const char *)base + (size_t)k * PIECE, sizeof w, gpuMemcpyDefault));
-    return memcmp(w, want, sizeof w) == 0;
-}
-
-/* The simulator holds a descriptor per shareable mapping, in both processes. */
-static void raise_fd_limit(void)
-{
-    struct rlimit r;
-    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-        r.rlim_cur = r.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &r);
-    }
+    return has_words(base, (size_t)k * PIECE, tag);
 }
 
 /* Mappings imported on device 0 so far, where the simulator counts them (-1 on a GPU). */
@@ -192,16 +168,7 @@ static pid_t leave_midway(const gpuIpcMemHandle_t *h)
 static int exporter(int vanish)
 {
     int n = pieces();
-    void **p = calloc((size_t)n, sizeof *p), *big = NULL;
-    EXPECT(p);
-    for (int k = 0; k < n; k++)
-        CHECK(gpuMalloc(&p[k], PIECE));
-    for (int k = 0; k < n; k++) {
-        EXPECT(p[k] == (char *)p[0] + (size_t)k * PIECE); /* one growth after another */
-        CHECK(gpuFree(p[k]));
-    }
-    CHECK(gpuMalloc(&big, (size_t)n * PIECE));
-    EXPECT(big == p[0]); /* over all those mappings */
+    void *big = ipc_block_over(n);
     for (int k = 0; k < n; k++)
         put_tag(big, k, (uint32_t)k + 1);
     gpuIpcMemHandle_t h;
@@ -217,7 +184,6 @@ static int exporter(int vanish)
     for (int k = 0; k < n; k++)
         EXPECT(has_tag(big, k, (uint32_t)k + 1 + WRITTEN_BACK));
     CHECK(gpuFree(big));
-    free(p);
     printf("ipc: a block over %d mappings exported and read back%s\n", n,
            vanish ? " after importers that left midway" : "");
     return 0;

@@ -1,11 +1,14 @@
 /* One stream, the same size allocated and freed 1000 times: the cache makes one driver
  * allocation and never synchronizes the device. With the argument "uncached" (run under
- * CACHEALLOC_POOL=none) every call must reach the driver instead, each free synchronizing. */
+ * CACHEALLOC_POOL=none) every call must reach the driver instead, each free synchronizing.
+ * With "synced" (CACHEALLOC_REUSE=sync) each free synchronizes the device, as the driver's
+ * free does, and the driver still allocates once and frees nothing. */
 #include "gpu.h"
 
 int main(int argc, char **argv)
 {
     int uncached = argc > 1 && strcmp(argv[1], "uncached") == 0;
+    int synced = argc > 1 && strcmp(argv[1], "synced") == 0;
     struct simdev_counters before = sim_counters(-1);
     for (int i = 0; i < 1000; i++) {
         void *p;
@@ -24,6 +27,7 @@ int main(int argc, char **argv)
         return 0;
     }
     EXPECT(simdev_allocs(after) - simdev_allocs(before) == 1);
-    EXPECT(after.device_syncs - before.device_syncs == 0);
+    EXPECT(simdev_frees(after) - simdev_frees(before) == 0);
+    EXPECT(after.device_syncs - before.device_syncs == (synced ? 1000 : 0));
     return 0;
 }

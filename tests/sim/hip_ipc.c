@@ -1,6 +1,8 @@
 /* hip_ipc.c: interprocess memory through the HIP stand-in, between two processes (this program
  * again, ipc_peer.h). ROCm's handle carries the exported pointer's offset: a pointer inside an
- * allocation opens, in the other process, at that same place, not at the allocation's base. */
+ * allocation opens, in the other process, at that same place, not at the allocation's base.
+ * With SIMDEV_BASE_OFFSET set the allocation is large, so that it starts past its boundary in
+ * both processes. */
 #include <hip/hip_runtime_api.h>
 
 #include "check.h"
@@ -64,7 +66,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < SIZE; i++)
         h[i] = byte_at(i);
     unsigned char *p = NULL;
-    HIP_OK(hipMalloc((void **)&p, SIZE));
+    const char *lead = getenv("SIMDEV_BASE_OFFSET");
+    HIP_OK(hipMalloc((void **)&p, lead ? (2 << 20) + SIZE : SIZE));
+    CHECK_EQ((uintptr_t)p % 4096, lead ? (uintptr_t)atoi(lead) : 0);
     HIP_OK(hipMemcpy(p, h, SIZE, hipMemcpyHostToDevice));
     hipIpcMemHandle_t handle, same;
     HIP_OK(hipIpcGetMemHandle(&handle, p + OFFSET));

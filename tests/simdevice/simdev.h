@@ -48,6 +48,18 @@ static inline uint64_t simdev_frees(struct simdev_counters c)
     return c.free_calls + c.unmaps;
 }
 
+/* SIMDEV_SHARED=<name>: the table the processes sharing a device meet in,
+ * /dev/shm/simdev.<uid>.<name> (tests/simdevice/core/sd_share.c): SIMDEV_SHARED_SLOTS slots,
+ * one a process (pid 0: a free slot), each with the bytes the process uses on each device. A
+ * test may read it (atomically, field by field) to know what the device has free right now. */
+#define SIMDEV_SHARED_SLOTS 64
+#define SIMDEV_MAX_DEVICES 64
+struct simdev_shared_slot {
+    int64_t pid;      /* 0: free */
+    uint64_t start;   /* when the process started: a later process with its pid differs */
+    uint64_t used[SIMDEV_MAX_DEVICES];
+};
+
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);
 typedef const char *(*simdev_identify_fn)(void);
 

@@ -4,12 +4,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,11 +57,27 @@ static int src_read(void *ctx, int dev, ca_dev_stats *o)
     return 1;
 }
 
+static uint64_t g_reclaim_cpu_ns;    /* atomic; CPU time each reclaim spends */
+static long g_reclaim_sleep_ms;      /* atomic; and time it waits (for the device, say) */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t src_reclaim(void *ctx, int dev)
 {
     (void)ctx;
     (void)dev;
     __atomic_fetch_add(&g_reclaim_calls, 1, __ATOMIC_RELAXED);
+    uint64_t spend = __atomic_load_n(&g_reclaim_cpu_ns, __ATOMIC_ACQUIRE);
+    for (uint64_t t0 = thread_cpu_ns(); thread_cpu_ns() - t0 < spend;) {
+    }
+    long ms = __atomic_load_n(&g_reclaim_sleep_ms, __ATOMIC_ACQUIRE);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
     return __atomic_exchange_n(&g_cached, 0, __ATOMIC_ACQ_REL);
 }
 
@@ -443,6 +461,52 @@ static void test_reclaim_served_by_monitor(void **state)
     top_proc_clear(&p);
 }
 
+/* Requests posted in a tight loop into this process's own segment for ms milliseconds, each
+ * as soon as the last was answered: how many were answered, each by a reclaim of its own. */
+static int post_for(long ms)
+{
+    char path[4096];
+    seg_path((int)getpid(), path, sizeof path);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    ca_stats_header *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(h != MAP_FAILED);
+    int answers = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long el = 0; el < ms; answers++) {
+        uint64_t seq = ca_stats_reclaim_post(h, -1, CA_STATS_RECLAIM_NEIGHBOUR);
+        /* Answered within 500 ms, and then some for a loaded machine. */
+        for (int i = 0; i < 7000 && __atomic_load_n(&h->reclaim_done, __ATOMIC_ACQUIRE) < seq; i++)
+            usleep(100);
+        assert_true(__atomic_load_n(&h->reclaim_done, __ATOMIC_ACQUIRE) >= seq);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        el = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+    }
+    munmap(h, sizeof *h);
+    return answers;
+}
+
+/* Whoever asks, in whatever loop, a process makes at most one reclaim every 10 ms, and one
+ * every 50 times the CPU time the last one took: at 2 ms of CPU each (two devices of 1 ms),
+ * one every 100 ms. Every request is still answered, none later than 500 ms (half of what a
+ * neighbour waits). */
+static void test_reclaims_rate_limited(void **state)
+{
+    (void)state;
+    int cheap = post_for(1000);
+    assert_true(cheap >= 2);
+    assert_true(cheap <= 101);
+    __atomic_store_n(&g_reclaim_cpu_ns, 1000000, __ATOMIC_RELEASE);
+    int costly = post_for(1000);
+    __atomic_store_n(&g_reclaim_cpu_ns, 0, __ATOMIC_RELEASE);
+    assert_true(costly >= 2);
+    assert_true(costly <= 12);
+    print_message("reclaims in 1 s of requests: %d at no cost, %d at 1 ms of CPU each\n", cheap,
+                  costly);
+}
+
 /* A neighbour: a forked child with its own segment of api whose cache holds 3 MiB free, on a
  * device it took and freed after its first snapshot (its segment says it has none until the
  * monitor's next round). It tells the parent through *ready that it is there, and lives until
@@ -497,7 +561,6 @@ static void test_neighbour_gives_back(void **state)
     int ready, hold, other_ready, other_hold;
     pid_t other = start_neighbour("hip", &other_ready, &other_hold);
     assert_int_equal(ca_neighbours_ask("cuda", 3000), 0); /* not ours to ask */
-    usleep(150 * 1000); /* past the round gap: the round above must not answer for this one */
     pid_t child = start_neighbour("cuda", &ready, &hold);
     uint64_t mine = __atomic_load_n(&g_cached, __ATOMIC_ACQUIRE);
     assert_int_equal(ca_neighbours_ask("cuda", 3000), 3 << 20);
@@ -510,11 +573,77 @@ static void test_neighbour_gives_back(void **state)
     assert_int_equal(read_pid((int)other, &p), 0);
     assert_int_equal(p.dev[0].given, 0);
     top_proc_clear(&p);
-    /* Asked again, it holds nothing free: nothing given. */
-    usleep(150 * 1000);
+    /* Asked again at once (a round right after a round asks anew), it holds nothing free:
+     * nothing given. */
     assert_int_equal(ca_neighbours_ask("cuda", 3000), 0);
     stop_neighbour(child, ready, hold);
     stop_neighbour(other, other_ready, other_hold);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* A neighbour stopped (SIGSTOP) for over a second is asked but not waited for; it gives back
+ * what it holds once it runs again. */
+static void test_stopped_neighbour_not_waited(void **state)
+{
+    (void)state;
+    int ready, hold;
+    pid_t child = start_neighbour("cuda", &ready, &hold);
+    assert_int_equal(kill(child, SIGSTOP), 0);
+    sleep_ms(1300); /* its monitor has not beaten for over a second */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(ca_neighbours_ask("cuda", 3000), 0);
+    long waited = ms_since(&t0);
+    assert_int_equal(kill(child, SIGCONT), 0);
+    print_message("a round with a stopped neighbour: %ld ms\n", waited);
+    assert_true(waited < 1000);
+    top_proc p;
+    uint64_t given = 0;
+    for (int i = 0; i < 100 && given == 0; i++) {
+        sleep_ms(50);
+        assert_int_equal(read_pid((int)child, &p), 0);
+        given = p.dev[0].given;
+        top_proc_clear(&p);
+    }
+    assert_int_equal(given, 3 << 20);
+    stop_neighbour(child, ready, hold);
+}
+
+static void *close_soon(void *arg)
+{
+    sleep_ms(200);
+    close(*(int *)arg);
+    return NULL;
+}
+
+/* A neighbour that exits while its answer is under way (a reclaim of 3 s) is no longer waited
+ * for once it stopped its statistics. */
+static void test_exiting_neighbour_not_waited(void **state)
+{
+    (void)state;
+    int ready, hold;
+    __atomic_store_n(&g_reclaim_sleep_ms, 3000, __ATOMIC_RELEASE); /* the child's */
+    pid_t child = start_neighbour("cuda", &ready, &hold);
+    __atomic_store_n(&g_reclaim_sleep_ms, 0, __ATOMIC_RELEASE);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, close_soon, &hold), 0);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ca_neighbours_ask("cuda", 5000);
+    long waited = ms_since(&t0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    print_message("a round with a neighbour exiting: %ld ms\n", waited);
+    assert_true(waited < 2000); /* 200 ms, and a loaded machine's delays */
+    close(ready);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* A forked child forgets the parent's segment, starts its own, and removes it at exit;
@@ -628,8 +757,11 @@ int main(void)
         cmocka_unit_test(test_seqlock_consistency),
         cmocka_unit_test(test_reader_skips_record_left_odd),
         cmocka_unit_test(test_reclaim_served_by_monitor),
+        cmocka_unit_test(test_reclaims_rate_limited),
         cmocka_unit_test(test_fork_child_and_exit_removal),
         cmocka_unit_test(test_neighbour_gives_back),
+        cmocka_unit_test(test_stopped_neighbour_not_waited),
+        cmocka_unit_test(test_exiting_neighbour_not_waited),
         cmocka_unit_test(test_start_fails_cleanly_without_dir),
         cmocka_unit_test(test_default_shm_name),
         cmocka_unit_test(test_stop_removes_and_restart),

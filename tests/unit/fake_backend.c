@@ -66,7 +66,7 @@ static int f_alloc_unlocked(void *ctx, int d, size_t size, void **out)
         return CA_ERR_OOM;
     dev->allocs++;
     dev->used += size;
-    uintptr_t addr = dev->next_addr;
+    uintptr_t addr = dev->next_addr + dev->base_offset;
     dev->next_addr += (size + 0xfffff) & ~(uintptr_t)0xfffff; /* gaps between segments */
     dev->next_addr += 1 << 20;
     dev->live_addr[dev->nlive] = addr;

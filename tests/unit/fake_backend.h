@@ -54,6 +54,8 @@ typedef struct fake_device {
     uint64_t used;
     uintptr_t next_addr;
     int fail_next_allocs;   /* inject: this many allocations fail first */
+    size_t base_offset;     /* allocations start this far past a 1 MiB boundary (a runtime
+                             * whose bases are aligned to less than the arena's blocks)  */
     /* Live allocations, to validate releases. */
     uintptr_t live_addr[4096];
     size_t live_size[4096];

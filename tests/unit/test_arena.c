@@ -232,6 +232,45 @@ static void test_failed_query_is_not_completion(void **state)
     assert_balanced(f);
 }
 
+/* CACHEALLOC_REUSE=sync: a plain free synchronizes the device first, as the runtime's free does,
+ * and its block serves the next allocation at once, on a device with streams too (no fence).
+ * What is no live block gets ca_free's answer without a synchronization; during a capture the
+ * free makes no device call and its block waits for a fence. */
+static void test_sync_free(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(8 * GiB);
+    f->cfg.reuse = CA_REUSE_SYNC;
+    fx_start(f);
+    ca_stream_created(f->a, 0, S1, 1);
+    uint64_t syncs = f->dev.device_syncs; /* the switch to fences made one */
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    fake_work(&f->dev, S1); /* a kernel on S1 still uses x */
+    int dev = -1;
+    assert_int_equal(ca_free_synced(f->a, x, &dev), CA_OK);
+    assert_int_equal(dev, 0);
+    assert_int_equal(f->dev.device_syncs, syncs + 1);
+    assert_true(fake_done(&f->dev, S1, fake_enqueued(&f->dev, S1)));
+    assert_int_equal(stats(f).pending_bytes, 0);
+    assert_int_equal(stats(f).device_syncs, 2);
+    char *y = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    assert_ptr_equal(y, x);
+    assert_int_equal(stats(f).fences, 0);
+    /* Not a live block: ca_free's answers, no synchronization. */
+    assert_int_equal(ca_free_synced(f->a, y + 512, NULL), CA_ERR_INVALID);
+    assert_int_equal(ca_free_synced(f->a, &dev, NULL), CA_ERR_NOT_OURS);
+    assert_int_equal(f->dev.device_syncs, syncs + 1);
+    /* A capture: no device call; the block is pending until a fence after it. */
+    ca_quiet_begin(f->a);
+    assert_int_equal(ca_free_synced(f->a, y, NULL), CA_OK);
+    assert_int_equal(f->dev.device_syncs, syncs + 1);
+    assert_int_equal(stats(f).pending_bytes, MiB);
+    ca_quiet_end(f->a);
+    assert_int_equal(ca_free_synced(f->a, y, NULL), CA_ERR_INVALID); /* freed already */
+    assert_balanced(f);
+    fx_finish(f);
+}
+
 static void test_fences_batch_frees(void **state)
 {
     fixture *f = *state;
@@ -697,6 +736,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_segment_sizes, setup, teardown),
         cmocka_unit_test(test_max_split),
         cmocka_unit_test_setup_teardown(test_single_stream_reuse_without_sync, setup, teardown),
+        cmocka_unit_test(test_sync_free),
         cmocka_unit_test_setup_teardown(test_first_stream_syncs_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_free_waits_for_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_query_is_not_completion, setup, teardown),

@@ -3,6 +3,7 @@
  * miss, a device synchronization, a reclaim, the out-of-memory ladder and the thread's exit
  * give them back; a double free of a kept block is refused. */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -266,11 +267,15 @@ static void test_oom_ladder_collects(void **state)
 #define HIT_THREADS 4
 #define HIT_PAIRS 20000
 
-static int hitters_left;
+static int hitters_left, collecting;
 
 static void *hit_pairs(void *arg)
 {
     fixture *f = arg;
+    /* Not before the collector has begun: on a loaded machine the hitters could otherwise be
+     * done before it ran once, and nothing would have been collected while they hit. */
+    while (!__atomic_load_n(&collecting, __ATOMIC_ACQUIRE))
+        sched_yield();
     for (int i = 0; i < HIT_PAIRS; i++)
         must_free(f, must_alloc(f, MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
     __atomic_fetch_sub(&hitters_left, 1, __ATOMIC_RELEASE);
@@ -286,14 +291,16 @@ static void test_collect_while_threads_hit(void **state)
     fixture *f = *state;
     pthread_t t[HIT_THREADS];
     hitters_left = HIT_THREADS;
+    collecting = 0;
     for (int i = 0; i < HIT_THREADS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, hit_pairs, f), 0);
     int rounds = 0;
-    while (__atomic_load_n(&hitters_left, __ATOMIC_ACQUIRE) > 0) {
+    do {
         ca_reclaim(f->a, 0);
         (void)stats(f);
-        rounds++;
-    }
+        if (rounds++ == 0)
+            __atomic_store_n(&collecting, 1, __ATOMIC_RELEASE);
+    } while (__atomic_load_n(&hitters_left, __ATOMIC_ACQUIRE) > 0);
     for (int i = 0; i < HIT_THREADS; i++)
         assert_int_equal(pthread_join(t[i], NULL), 0);
     ca_dev_stats st = stats(f);

@@ -66,8 +66,8 @@ static void test_defaults(void **state) {
     ca_options o;
     ca_options_defaults(&o);
     assert_int_equal(o.pool, CA_POOL_SPLIT);
-    assert_int_equal(o.reuse, CA_REUSE_SAFE);
-    assert_int_equal(o.fences, CA_FENCES_SYNC);
+    assert_int_equal(o.reuse, CA_REUSE_AUTO); /* each door's: sync for HIP, safe for CUDA */
+    assert_int_equal(o.fences, CA_FENCES_DEVICE);
     assert_true(o.limit_bytes == 0);
     assert_int_equal(o.limit_percent, 0);
     assert_true(o.release_threshold == UINT64_MAX);
@@ -147,8 +147,10 @@ static void test_choices(void **state) {
         {"CACHEALLOC_POOL=Binned", offsetof(ca_options, pool), CA_POOL_BINNED},
         {"CACHEALLOC_REUSE=safe", offsetof(ca_options, reuse), CA_REUSE_SAFE},
         {"CACHEALLOC_REUSE=STREAM", offsetof(ca_options, reuse), CA_REUSE_STREAM},
+        {"CACHEALLOC_REUSE=sync", offsetof(ca_options, reuse), CA_REUSE_SYNC},
+        {"CACHEALLOC_REUSE=Auto", offsetof(ca_options, reuse), CA_REUSE_AUTO},
         {"CACHEALLOC_FENCES=events", offsetof(ca_options, fences), CA_FENCES_EVENTS},
-        {"CACHEALLOC_FENCES=Sync", offsetof(ca_options, fences), CA_FENCES_SYNC},
+        {"CACHEALLOC_FENCES=Device", offsetof(ca_options, fences), CA_FENCES_DEVICE},
         {"CACHEALLOC_STATS=1", offsetof(ca_options, stats), 1},
         {"CACHEALLOC_STATS=0", offsetof(ca_options, stats), 0},
         {"CACHEALLOC_STATS=false", offsetof(ca_options, stats), 0},
@@ -276,8 +278,9 @@ static void test_bad_values(void **state) {
     (void)state;
     expect_one_warning("CACHEALLOC_POOL=fast", "CACHEALLOC_POOL=fast");
     expect_one_warning("CACHEALLOC_POOL=split ", "(split)");
-    expect_one_warning("CACHEALLOC_REUSE=always", "(safe)");
-    expect_one_warning("CACHEALLOC_FENCES=never", "(sync)");
+    expect_one_warning("CACHEALLOC_REUSE=always", "(accepted: auto, safe, sync, stream); using "
+                                                  "the default (auto)");
+    expect_one_warning("CACHEALLOC_FENCES=never", "(device)");
     expect_one_warning("CACHEALLOC_LIMIT=-1G", "CACHEALLOC_LIMIT=-1G is negative");
     expect_one_warning("CACHEALLOC_LIMIT=99999999999T",
                        "CACHEALLOC_LIMIT=99999999999T is too large");
@@ -489,9 +492,14 @@ static void test_to_config(void **state) {
     assert_int_equal(c.record_alloc_times, 1);
     assert_int_equal(c.record_stacks, 1);
 
+    parse1(&p, "CACHEALLOC_REUSE=sync");
+    ca_options_to_config(&p.o, &c);
+    assert_int_equal(c.reuse, CA_REUSE_SYNC);
+
     ca_options_defaults(&p.o);
     ca_options_to_config(&p.o, &c);
     assert_int_equal(c.pool, CA_POOL_SPLIT);
+    assert_int_equal(c.reuse, CA_REUSE_SAFE); /* auto: the shim sets each door's */
     assert_true(c.limit_bytes == 0);
     assert_true(c.release_threshold == UINT64_MAX);
     assert_true(c.max_split == UINT64_MAX);

@@ -94,12 +94,13 @@ static uintptr_t gap_from(const struct sd_table *t, uintptr_t from, uintptr_t li
 {
     size_t i = upper(t, from);
     uintptr_t pos = from;
-    if (i && t->v[i - 1].addr + t->v[i - 1].span > pos)
-        pos = t->v[i - 1].addr + t->v[i - 1].span;
+    if (i && sd_alloc_start(&t->v[i - 1]) + t->v[i - 1].span > pos)
+        pos = sd_alloc_start(&t->v[i - 1]) + t->v[i - 1].span;
     for (; i < t->n && t->v[i].addr < limit; i++) {
-        if (t->v[i].addr >= pos && t->v[i].addr - pos >= span)
+        uintptr_t start = sd_alloc_start(&t->v[i]);
+        if (start >= pos && start - pos >= span)
             return pos;
-        uintptr_t end = t->v[i].addr + t->v[i].span;
+        uintptr_t end = start + t->v[i].span;
         if (end > pos)
             pos = end;
     }
@@ -162,15 +163,19 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
         d->c.oom++;
         return SD_ENOMEM;
     }
-    size_t span = (rsize + ps - 1) / ps * ps;
+    /* SIMDEV_BASE_OFFSET: a large allocation starts past its boundary, as chipStar's and
+     * ROCm's segment bases were seen to (aligned to 128 bytes only); smaller ones do not. */
+    size_t lead = !async && n >= SD_BIG_ALIGN ? sd_cfg.base_offset : 0;
+    size_t span = (lead + rsize + ps - 1) / ps * ps;
     uintptr_t at = 0;
     if (sd_dev_place(d, span, &at) != SD_OK ||
         mprotect((void *)at, span, PROT_READ | PROT_WRITE) != 0) {
         d->c.oom++;
         return SD_ENOMEM;
     }
-    struct sd_alloc a = {.addr = at, .size = n, .rsize = packed ? rsize : charge, .span = span,
-                         .packed = packed, .async = async, .owner = sd_owner_get()};
+    struct sd_alloc a = {.addr = at + lead, .size = n, .rsize = packed ? rsize : charge,
+                         .span = span, .lead = lead, .packed = packed, .async = async,
+                         .owner = sd_owner_get()};
     if (sd_table_insert(&d->allocs, &a) != 0) {
         mprotect((void *)at, span, PROT_NONE);
         d->c.oom++;
@@ -179,7 +184,7 @@ int sd_dev_alloc(struct sd_device *d, size_t n, bool async, void **out)
     if (packed)
         d->packed_bytes += rsize;
     sd_dev_grow(d, charge);
-    *out = (void *)at;
+    *out = (void *)(at + lead);
     return SD_OK;
 }
 
@@ -199,6 +204,7 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
     if (!a)
         return;
     size_t span = a->span, rsize = a->rsize, size = a->size;
+    uintptr_t start = sd_alloc_start(a);
     if (a->packed) { /* the shared pages this block alone kept */
         rsize = packed_pages(d->packed_bytes) - packed_pages(d->packed_bytes - a->rsize);
         d->packed_bytes -= a->rsize;
@@ -209,10 +215,10 @@ void sd_dev_release(struct sd_device *d, uintptr_t addr)
     /* Writers wait for in-flight copies; they hold sd_lock, so no reader can start meanwhile. */
     pthread_rwlock_wrlock(&d->access);
     if (ipc)
-        sd_ipc_unback(addr, span, ipc, fd);
+        sd_ipc_unback(start, span, ipc, fd);
     else {
-        madvise((void *)addr, span, MADV_DONTNEED);
-        mprotect((void *)addr, span, PROT_NONE);
+        madvise((void *)start, span, MADV_DONTNEED);
+        mprotect((void *)start, span, PROT_NONE);
     }
     pthread_rwlock_unlock(&d->access);
     d->freed[d->freed_next % 64].addr = addr;

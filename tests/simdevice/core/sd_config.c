@@ -129,6 +129,8 @@ static void cfg_read(void)
     sd_cfg.pinned_limit = env_size("SIMDEV_PINNED_LIMIT", 0, "0 (no limit)");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
     sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
+    sd_cfg.base_offset = (size_t)env_int("SIMDEV_BASE_OFFSET", 0, 0, 4095,
+                                         "bytes from 0 to 4095", "0");
     sd_cfg.fail_alloc_nth = env_int("SIMDEV_FAIL_ALLOC_NTH", 0, 0, LONG_MAX,
                                     "an integer >= 0 (0: off)", "0");
     sd_cfg.fail_alloc_rate = env_rate("SIMDEV_FAIL_ALLOC_RATE");

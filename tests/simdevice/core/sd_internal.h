@@ -25,6 +25,8 @@ struct sd_config {
     int verbose;
     int hip_reentrant; /* hipMalloc calls the exported hipExtMallocWithFlags (1) or
                         * hipMallocAsync (2) (SIMDEV_HIP_REENTRANT) */
+    size_t base_offset; /* bytes past its boundary at which an allocation of SD_BIG_ALIGN or
+                         * more starts (SIMDEV_BASE_OFFSET) */
     const char *counters_file;
     long fail_alloc_nth; /* 0: off */
     double fail_alloc_rate, fail_event_create_rate, fail_event_record_rate;
@@ -46,7 +48,8 @@ struct sd_alloc {
     size_t size;   /* as requested */
     size_t rsize;  /* what counts against capacity: sd_charge() */
     bool packed;   /* a small cuMemAlloc block inside the device's shared pages */
-    size_t span;   /* page-rounded: address space taken */
+    size_t span;   /* page-rounded: address space taken, from addr - lead */
+    size_t lead;   /* addr lies this far past the page its mapping starts at (SIMDEV_BASE_OFFSET) */
     bool async;
     bool free_pending; /* a stream-ordered free is queued */
     void *owner;       /* the driver context that made it (NULL for the runtime fronts) */
@@ -62,6 +65,12 @@ struct sd_alloc {
     bool mapped;       /* graph memory between its allocation and its free in a launch */
     unsigned host_flags; /* pinned host memory: the flags it was allocated with */
 };
+
+/* The page-aligned start of a's mapping: its address less its lead. */
+static inline uintptr_t sd_alloc_start(const struct sd_alloc *a)
+{
+    return a->addr - a->lead;
+}
 
 enum { SD_IPC_EXPORTED = 1, SD_IPC_IMPORTED = 2 };
 

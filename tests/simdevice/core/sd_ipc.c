@@ -25,7 +25,7 @@ struct ipc_handle {
     int32_t fd;
     int32_t dev;
     uint64_t id;
-    unsigned char opaque_rest[8];
+    uint64_t lead; /* the allocation's offset into its first page (SIMDEV_BASE_OFFSET) */
     uint64_t psize;
     uint64_t poffset;
     int32_t owner_pid;
@@ -67,11 +67,11 @@ static int share(struct sd_device *d, struct sd_alloc *a)
     int rc = SD_OK;
     pthread_rwlock_wrlock(&d->access);
     for (size_t off = 0; off < a->span && rc == SD_OK; off += ps) {
-        const unsigned char *page = (const unsigned char *)(a->addr + off);
+        const unsigned char *page = (const unsigned char *)(sd_alloc_start(a) + off);
         if (!zero_page(page, ps) && pwrite(fd, page, ps, (off_t)off) != (ssize_t)ps)
             rc = SD_ENOMEM;
     }
-    if (rc == SD_OK && mmap((void *)a->addr, a->span, PROT_READ | PROT_WRITE,
+    if (rc == SD_OK && mmap((void *)sd_alloc_start(a), a->span, PROT_READ | PROT_WRITE,
                             MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
         rc = SD_ENOMEM; /* MAP_FIXED failing leaves the old mapping in place */
     pthread_rwlock_unlock(&d->access);
@@ -103,7 +103,8 @@ int sd_ipc_export(const void *p, void *handle, int with_offset)
         rc = share(d, a);
     if (rc == SD_OK) {
         struct ipc_handle h = {.magic = IPC_MAGIC, .pid = (int32_t)getpid(), .fd = a->fd,
-                               .dev = d->id, .id = a->ipc_id, .psize = a->size,
+                               .dev = d->id, .id = a->ipc_id, .lead = a->lead,
+                               .psize = a->size,
                                .poffset = with_offset ? (uintptr_t)p - a->addr : 0,
                                .owner_pid = (int32_t)getpid()};
         memcpy(handle, &h, sizeof h);
@@ -145,11 +146,14 @@ static int open_export(const struct ipc_handle *h)
     return open(path, O_RDWR | O_CLOEXEC);
 }
 
-/* Maps the export's memfd at a fresh place of d's range. Under sd_lock. */
+/* Maps the export's memfd at a fresh place of d's range; *at gets the allocation's start (its
+ * lead into the first page, as the exporter's). Under sd_lock. */
 static int map_import(struct sd_device *d, const struct ipc_handle *h, uintptr_t *at)
 {
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-    size_t span = (h->psize + ps - 1) / ps * ps;
+    if (h->lead >= ps)
+        return SD_EINVAL;
+    size_t span = (h->lead + h->psize + ps - 1) / ps * ps;
     int fd = open_export(h);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || (uint64_t)st.st_size < span) {
@@ -164,12 +168,15 @@ static int map_import(struct sd_device *d, const struct ipc_handle *h, uintptr_t
     close(fd); /* the mapping keeps the memory */
     if (rc != SD_OK)
         return rc;
+    uintptr_t start = *at;
+    *at += h->lead;
     /* Imported memory is the exporter's: it counts against no capacity here (rsize 0). */
-    struct sd_alloc a = {.addr = *at, .size = h->psize, .span = span, .owner = sd_owner_get(),
+    struct sd_alloc a = {.addr = *at, .size = h->psize, .span = span, .lead = h->lead,
+                         .owner = sd_owner_get(),
                          .ipc = SD_IPC_IMPORTED, .ipc_id = h->id, .ipc_pid = h->pid,
                          .ipc_refs = 1};
     if (sd_table_insert(&d->allocs, &a) != 0) {
-        sd_ipc_unback(*at, span, SD_IPC_IMPORTED, -1);
+        sd_ipc_unback(start, span, SD_IPC_IMPORTED, -1);
         return SD_ENOMEM;
     }
     return SD_OK;

@@ -16,17 +16,15 @@
 #include <unistd.h>
 
 #include "sd_internal.h"
+#include "simdev.h"
 
-#define SLOTS 64
+#define SLOTS SIMDEV_SHARED_SLOTS
 
-struct slot {
-    int64_t pid;  /* 0: free */
-    uint64_t start; /* when the process started: a later process with its pid differs */
-    uint64_t used[SD_MAX_DEVICES];
-};
+/* The layout is simdev.h's, so that tests can read the table. */
+_Static_assert(SD_MAX_DEVICES == SIMDEV_MAX_DEVICES, "a slot has a word per device");
 
-static struct slot *slots; /* the mapped table, NULL while this process does not share */
-static struct slot *mine;
+static struct simdev_shared_slot *slots; /* the mapped table; NULL while not sharing */
+static struct simdev_shared_slot *mine;
 static int fd = -1;
 static pid_t attached;  /* who mapped it: a forked child must take a slot and a lock of its own */
 static bool given_up;
@@ -56,7 +54,7 @@ static uint64_t start_of(pid_t pid)
 }
 
 /* A reused pid has another start time; a zombie has none. */
-static bool dead(const struct slot *s)
+static bool dead(const struct simdev_shared_slot *s)
 {
     return (kill((pid_t)s->pid, 0) != 0 && errno == ESRCH) || start_of((pid_t)s->pid) != s->start;
 }
@@ -66,7 +64,7 @@ static bool dead(const struct slot *s)
 static uint64_t others(int dev)
 {
     uint64_t sum = 0;
-    for (struct slot *s = slots; s < slots + SLOTS; s++) {
+    for (struct simdev_shared_slot *s = slots; s < slots + SLOTS; s++) {
         if (s == mine || !s->pid)
             continue;
         if (dead(s))
@@ -110,7 +108,7 @@ static const char *claim(void)
         return strerror(errno);
     slots = m;
     pid_t me = getpid();
-    for (struct slot *s = slots; s < slots + SLOTS; s++)
+    for (struct simdev_shared_slot *s = slots; s < slots + SLOTS; s++)
         if (!s->pid || s->pid == me || dead(s)) {
             memset(s, 0, sizeof *s);
             s->pid = me;

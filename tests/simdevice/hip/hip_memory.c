@@ -50,7 +50,7 @@ API hipError_t hipFreeAsync(void *p, hipStream_t s) { return hip_ret(sd_free_asy
  * one mapping holding it, not its reservation, as the CUDA stand-in answers (measured there on
  * an H100, not on an AMD GPU). An address in none, a reserved but unmapped one too, is an
  * invalid value here (ROCm answers hipErrorNotFound or hipErrorInvalidValue, by release). */
-API hipError_t hipMemGetAddressRange(void **base, size_t *size, void *p)
+static hipError_t range_of(void *p, void **base, size_t *size)
 {
     struct sd_addr_query q;
     if (sd_addr_query(p, &q) != SD_OK)
@@ -60,6 +60,15 @@ API hipError_t hipMemGetAddressRange(void **base, size_t *size, void *p)
     if (size)
         *size = q.size;
     return hip_ret(SD_OK);
+}
+/* The range of the allocation holding p (range_of). */
+API hipError_t hipMemGetAddressRange(void **base, size_t *size, void *p) { return range_of(p, base, size); }
+/* The size of the allocation holding p, its start or inside, as ROCm answers it (the size of
+ * the memory object holding p: the size asked); a NULL size or unknown memory is
+ * hipErrorInvalidValue. */
+API hipError_t hipMemPtrGetInfo(void *p, size_t *size)
+{
+    return size ? range_of(p, NULL, size) : hip_ret(SD_EINVAL);
 }
 /* Free and total memory of the current device. */
 API hipError_t hipMemGetInfo(size_t *f, size_t *t) { return hip_ret(sd_mem_info(f, t)); }
