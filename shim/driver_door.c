@@ -69,27 +69,27 @@ static void swap(const char *symbol, void **pfn, int version)
 }
 
 /* Serves cuMemAlloc_v2. */
-ca_rt_err cuMemAlloc_v2(cuabi_deviceptr *p, size_t n) { return ca_front_malloc(&ca_drv_rt, (void **)p, n); }
+ca_rt_err cuMemAlloc_v2(cuabi_deviceptr *p, size_t size) { return ca_front_malloc(&ca_drv_rt, (void **)p, size); }
 /* Serves cuMemFree_v2. */
 ca_rt_err cuMemFree_v2(cuabi_deviceptr p) { return ca_front_free(&ca_drv_rt, (void *)(uintptr_t)p); }
 /* A stream-ordered allocation: the cache's where the program left the stream's device its
  * default pool, else the real driver's (driver_pools.c). */
-static ca_rt_err alloc_async(cuabi_deviceptr *p, size_t n, cuabi_stream_t s, int ptsz)
+static ca_rt_err alloc_async(cuabi_deviceptr *p, size_t size, cuabi_stream_t s, int ptsz)
 {
     if (ca_drv_pool_passthrough(s)) {
         ca_rt_err (*real_alloc)(cuabi_deviceptr *, size_t, cuabi_stream_t) =
             REAL(ca_rt_err(*)(cuabi_deviceptr *, size_t, cuabi_stream_t),
                  ptsz ? I_cuMemAllocAsync_ptsz : I_cuMemAllocAsync);
         if (real_alloc != NULL)
-            return real_alloc(p, n, s);
+            return real_alloc(p, size, s);
     }
-    return ca_front_malloc_async(&ca_drv_rt, (void **)p, n, s, ptsz);
+    return ca_front_malloc_async(&ca_drv_rt, (void **)p, size, s, ptsz);
 }
 
 /* Serves cuMemAllocAsync. */
-ca_rt_err cuMemAllocAsync(cuabi_deviceptr *p, size_t n, cuabi_stream_t s) { return alloc_async(p, n, s, 0); }
+ca_rt_err cuMemAllocAsync(cuabi_deviceptr *p, size_t size, cuabi_stream_t s) { return alloc_async(p, size, s, 0); }
 /* Serves cuMemAllocAsync_ptsz. */
-ca_rt_err cuMemAllocAsync_ptsz(cuabi_deviceptr *p, size_t n, cuabi_stream_t s) { return alloc_async(p, n, s, 1); }
+ca_rt_err cuMemAllocAsync_ptsz(cuabi_deviceptr *p, size_t size, cuabi_stream_t s) { return alloc_async(p, size, s, 1); }
 /* Serves cuMemFreeAsync. */
 ca_rt_err cuMemFreeAsync(cuabi_deviceptr p, cuabi_stream_t s) { return ca_front_free_async(&ca_drv_rt, (void *)(uintptr_t)p, s, 0); }
 /* Serves cuMemFreeAsync_ptsz. */

@@ -81,13 +81,15 @@ static CA_COLD ca_rt_err alloc_refused(ca_runtime *rt, int kind, ca_status st, v
 }
 
 /* Serve an allocation from the arena on dev's pool of stream key (kind: the entry point
- * called); what the arena refuses, the real runtime answers. */
+ * called; tried: the lane's inline hit missed it already); what the arena refuses, the real
+ * runtime answers. */
 static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_stream_t key,
-                             void **ptr, void *stream)
+                             void **ptr, void *stream, bool tried)
 {
     void *p; /* ca_malloc always sets it */
-    ca_status st = ca_malloc(rt->arena, dev, size, key,
-                             kind == REAL_PLAIN ? CA_API_PLAIN : CA_API_ASYNC, &p);
+    unsigned api = kind == REAL_PLAIN ? CA_API_PLAIN : CA_API_ASYNC;
+    ca_status st = tried ? ca_malloc_missed(rt->arena, dev, size, key, api, &p)
+                         : ca_malloc(rt->arena, dev, size, key, api, &p);
     if (st == CA_OK) {
         *ptr = p;
         return rt->codes.success;
@@ -129,7 +131,7 @@ static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
 
 ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size)
 {
-    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
+    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL, true);
 }
 
 ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
@@ -155,7 +157,7 @@ ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
     ca_lane *l = lane_arm(rt, gen, dev);
     if (l != NULL)
         l->plain = rt->free_syncs ? CA_LANE_ALLOC : CA_LANE_ALLOC | CA_LANE_FREE;
-    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL);
+    return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL, false);
 }
 
 /* The answer to a plain free the arena gave st for (dev: the block's device), by a thread whose
@@ -208,7 +210,7 @@ ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
 ca_rt_err ca_front_malloc_async_lane(ca_runtime *rt, const ca_lane *l, void **ptr, size_t size)
 {
     return serve_alloc(rt, l->ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, l->kdev, size, l->key, ptr,
-                       l->stream);
+                       l->stream, true);
 }
 
 ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, void *stream,
@@ -253,7 +255,8 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
         l->key = key;
         l->kdev = dev;
     }
-    return serve_alloc(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, dev, size, key, ptr, stream);
+    return serve_alloc(rt, ptsz ? REAL_ASYNC_PTSZ : REAL_ASYNC, dev, size, key, ptr, stream,
+                       false);
 }
 
 /* The answer to a free the arena refused (interior pointer, double free): the runtime's own. */

@@ -243,27 +243,27 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
             return b;
         }
     }
-    size_t seg = ca_segment_size(&a->cfg, rounded);
+    size_t seg_size = ca_segment_size(&a->cfg, rounded);
     /* The limit or the device may leave room for the request but not for its usual segment. */
-    if (!ca_within_limit(d, seg) && ca_within_limit(d, rounded))
-        seg = rounded;
-    if (!ca_within_limit(d, seg)) {
+    if (!ca_within_limit(d, seg_size) && ca_within_limit(d, rounded))
+        seg_size = rounded;
+    if (!ca_within_limit(d, seg_size)) {
         *full = true;
         return NULL;
     }
     /* Asking the driver for more than it has would leave an error in the runtime that a later
      * success has to clear, and that could hide an earlier error the program has not read. */
     size_t fr = 0, total = 0;
-    if (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK && fr < seg) {
+    if (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK && fr < seg_size) {
         if (fr < rounded) {
             *full = true;
             return NULL;
         }
-        seg = rounded;
+        seg_size = rounded;
     }
     ca_block *b = NULL;
-    ca_status rc = segment_for(a, d, p, seg, small, rounded, &b, driver_failed);
-    if (rc != CA_OK && *driver_failed && seg > rounded)
+    ca_status rc = segment_for(a, d, p, seg_size, small, rounded, &b, driver_failed);
+    if (rc != CA_OK && *driver_failed && seg_size > rounded)
         rc = segment_for(a, d, p, rounded, small, rounded, &b, driver_failed);
     if (rc != CA_OK && *driver_failed)
         *full = true;
@@ -389,8 +389,8 @@ static ca_block *rung_unmap(ladder *l)
     return b ? b : grow_now(l);
 }
 
-/* Rungs 1 to 7, in order; the first block found ends the climb. Rungs 8 (the neighbours) and
- * 9 (the failure's report) are malloc_slow's, outside the device lock. */
+/* Rungs 1 to 7, in order; the first block found ends the climb. Rung 8 (the neighbours,
+ * rung_neighbours) drops the device lock and climbs them again; rung 9 is refuse's report. */
 static ca_block *find_or_grow(ladder *l)
 {
     ca_block *b;
@@ -431,10 +431,6 @@ static ca_status malloc_uncached(ca_arena *a, ca_device *d, size_t rounded, ca_b
     *out = ca_block_take(a, d, b, rounded);
     return CA_OK;
 }
-
-/* malloc_slow's answer when the device refused and the neighbours may help (never returned
- * by ca_malloc). */
-#define ASK_NEIGHBOURS ((ca_status)-1)
 
 /* The pool l's request draws from: the plain pool, or its stream's (made on first use). NULL
  * when the device's switch to fences waits for a capture to end. */
@@ -488,10 +484,53 @@ static ca_block *allocate(ladder *l, ca_status *rc)
     return b;
 }
 
-/* No block for l's request (rc): gives the lock back and decides the answer. Before the last
- * try (last), a refusal by the device within the limit asks the neighbours; otherwise the
- * failure is counted and reported (rung 9). */
-static ca_status refuse(ladder *l, bool last, ca_status rc)
+/* Under l's device lock, before the ladder and again after rung 8 dropped it: a switch to
+ * fences finished, and a capture under way lets the device serve. false: it cannot. */
+static bool ladder_enter(ladder *l)
+{
+    ca_device *d = l->d;
+    if (ca_reuse_switching(&d->reuse))
+        ca_reuse_wait_switch(d);
+    return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_reuse_quiet_refuses(l->a, d));
+}
+
+/* Rung 8, outside the device lock: the device refused within the limit, so other processes
+ * may hold what it lacks. They give back what they hold free, within the wait, and rungs 1 to 7
+ * run once more. NULL with *rc as allocate's, the lock held again either way. */
+static CA_COLD ca_block *rung_neighbours(ladder *l, ca_status *rc)
+{
+    ca_arena *a = l->a;
+    ca_device *d = l->d;
+    ca_lock_release(&d->lock);
+    if (l->driver_failed && a->be.clear_error)
+        a->be.clear_error(a->be.ctx);
+    l->driver_failed = false; /* cleared: a later refusal records its own */
+    uint64_t t0 = ca_now_ns();
+    uint64_t given = ca_neighbours_ask(a->cfg.neighbours_api, a->cfg.neighbours_wait_ms);
+    if (a->cfg.verbose)
+        fprintf(stderr,
+                "cachealloc: device %d refused %zu bytes; other processes gave back %" PRIu64
+                " bytes in %.1f ms\n",
+                d->id, l->size, given, (double)(ca_now_ns() - t0) / 1e6);
+    ca_lock_acquire(&d->lock);
+    if (!ladder_enter(l)) { /* a capture began meanwhile: refuse answers for it */
+        *rc = CA_ERR_BACKEND;
+        return NULL;
+    }
+    return allocate(l, rc);
+}
+
+/* Whether rung 8 may help l's request, which rungs 1 to 7 could not serve: the device said no
+ * within the limit, not a capture's silence. */
+static bool neighbours_may_help(const ladder *l)
+{
+    return !ca_quiet(l->a) && l->a->cfg.neighbours_api && (l->full || l->driver_failed) &&
+           ca_within_limit(l->d, l->rounded);
+}
+
+/* No block for l's request (rc): gives the lock back, and counts and reports the failure
+ * (rung 9), unless a capture kept the device from being asked. */
+static ca_status refuse(ladder *l, ca_status rc)
 {
     ca_arena *a = l->a;
     ca_device *d = l->d;
@@ -499,17 +538,12 @@ static ca_status refuse(ladder *l, bool last, ca_status rc)
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
     }
-    /* The device said no within the limit: other processes may hold what it lacks. */
-    bool ask = !last && a->cfg.neighbours_api && (l->full || l->driver_failed) &&
-               ca_within_limit(d, l->rounded);
-    if (!ask) {
-        d->st.oom_failures++;
-        warn_oom(a, d, l->size);
-    }
+    d->st.oom_failures++;
+    warn_oom(a, d, l->size);
     ca_lock_release(&d->lock);
-    if (ask && l->driver_failed && a->be.clear_error)
+    if (l->driver_failed && a->be.clear_error)
         a->be.clear_error(a->be.ctx);
-    return ask ? ASK_NEIGHBOURS : rc;
+    return rc;
 }
 
 /* The books of block b, served to l's request: counters, hooks, a new generation (returned).
@@ -537,14 +571,14 @@ static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
     return gen;
 }
 
-/* ca_malloc past the thread's cache: the pools, under the device lock. Out of line, so that
- * a hit in the thread's cache saves no registers and sets up no stack. last: the final try,
- * which reports a failure; before it, a refusal by the device answers ASK_NEIGHBOURS. */
+
+/* ca_malloc past the thread's cache: the pools, under the device lock (spill: the blocks the
+ * thread kept on dev, back to them first). Out of line, so that a hit in the thread's cache
+ * saves no registers and sets up no stack. */
 static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_stream_t s,
-                                         unsigned api, void **out, bool last)
+                                         unsigned api, void **out, const ca_tc_entry *spill,
+                                         int nspill)
 {
-    ca_tc_entry spill[CA_TC_KEPT];
-    int nspill = a->tc_on ? ca_tc_spill(a, dev, spill) : 0;
     ca_device *d = ca_device_peek(a, dev);
     if (!d && !(d = ca_device_get(a, dev)))
         return CA_ERR_INVALID;
@@ -554,11 +588,9 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
     int depth = a->hooks && a->cfg.record_stacks ? backtrace(frames, CA_MAX_STACK) : 0;
 
     ca_lock_acquire(&d->lock);
-    if (ca_reuse_switching(&d->reuse))
-        ca_reuse_wait_switch(d);
     for (int i = 0; i < nspill; i++)
         free_kept_locked(a, d, &spill[i]);
-    if (ca_reuse_hushed(&d->reuse, ca_quiet(a)) && ca_reuse_quiet_refuses(a, d)) {
+    if (!ladder_enter(&l)) {
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
     }
@@ -567,8 +599,10 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
     d->st.alloc_calls++;
     ca_status rc = CA_OK;
     ca_block *b = allocate(&l, &rc);
+    if (!b && neighbours_may_help(&l))
+        b = rung_neighbours(&l, &rc);
     if (!b)
-        return refuse(&l, last, rc);
+        return refuse(&l, rc);
     uint32_t gen = served(&l, b, frames, depth);
     *out = (void *)b->addr; /* b is the device's again once the lock is given back */
     ca_lock_release(&d->lock);
@@ -579,20 +613,15 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
     return CA_OK;
 }
 
-/* The ladder's last rung: the neighbours give back what they hold free, within the wait, and
- * the whole ladder runs once more (it also reports the failure, if that was not enough). */
-static CA_COLD ca_status
-malloc_after_neighbours(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
-                        void **out)
+/* ca_malloc's path, the inline hit tried (newest_tried) or not. */
+static ca_status malloc_from(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
+                             void **out, bool newest_tried)
 {
-    uint64_t t0 = ca_now_ns();
-    uint64_t given = ca_neighbours_ask(a->cfg.neighbours_api, a->cfg.neighbours_wait_ms);
-    if (a->cfg.verbose)
-        fprintf(stderr,
-                "cachealloc: device %d refused %zu bytes; other processes gave back %" PRIu64
-                " bytes in %.1f ms\n",
-                dev, size, given, (double)(ca_now_ns() - t0) / 1e6);
-    return malloc_slow(a, dev, size, s, api, out, true);
+    ca_tc_entry spill[CA_TC_KEPT];
+    int nspill = 0;
+    if (a->tc_on && (nspill = ca_tc_take(a, dev, size, s, api, newest_tried, out, spill)) < 0)
+        return CA_OK;
+    return malloc_slow(a, dev, size, s, api, out, spill, nspill);
 }
 
 ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
@@ -602,10 +631,14 @@ ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned a
     *out = NULL;
     if (size == 0)
         return CA_OK;
-    if (a->tc_on && ca_tc_take(a, dev, size, s, api, out))
-        return CA_OK;
-    ca_status rc = malloc_slow(a, dev, size, s, api, out, false);
-    return rc == ASK_NEIGHBOURS ? malloc_after_neighbours(a, dev, size, s, api, out) : rc;
+    return malloc_from(a, dev, size, s, api, out, false);
+}
+
+ca_status ca_malloc_missed(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
+                           void **out)
+{
+    *out = NULL;
+    return malloc_from(a, dev, size, s, api, out, true);
 }
 
 /* ptr's live block on d, taken out of the map with d's lock still held; or NULL, lock released,

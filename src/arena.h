@@ -187,6 +187,11 @@ void ca_arena_forget(ca_arena *a);
  * failure after the whole out-of-memory ladder: CA_ERR_OOM and one warning line. */
 ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out);
 
+/* ca_malloc after the caller's inline hit (ca_malloc_hit, arena_hit.h) missed: the thread's
+ * cache is visited once more, without the newest block the hit tried. size > 0, out valid. */
+ca_status ca_malloc_missed(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
+                           void **out);
+
 /* Free ptr, freed on stream s (plain API: s is ignored). CA_ERR_NOT_OURS for a pointer the
  * arena never handed out (pass it to the real runtime); CA_ERR_INVALID for an interior
  * pointer or a double free, leaving the pool unchanged. *dev_out (may be NULL) gets the

@@ -183,26 +183,23 @@ ca_tcache *ca_tc_thread_cache(ca_arena *a)
     return tc || !a->tc_on ? tc : cache_new(a);
 }
 
-bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out)
+int ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, bool newest_tried,
+               void **out, ca_tc_entry *spill)
 {
     ca_tcache *tc = ca_tc_mine(a);
-    /* nkept too: a collection may change it. Held by a collection: a miss. */
+    /* nkept too: a collection may change it. Held by a collection: a miss, and the collection
+     * takes what the thread keeps. */
     if (!tc || !ca_tc_try(tc))
-        return false;
-    bool hit = false;
+        return 0;
     /* Newest first: a loop takes back what it just freed. */
-    for (unsigned i = tc->nkept; i-- > 0 && !hit;)
-        if ((hit = ca_tc_serves(ca_tc_kept_at(tc, i), dev, size, s, api)))
+    unsigned i = tc->nkept - (newest_tried && tc->nkept > 0);
+    while (i-- > 0) {
+        if (ca_tc_serves(ca_tc_kept_at(tc, i), dev, size, s, api)) {
             *out = ca_tc_reissue(tc, i);
-    ca_tc_unlock(tc);
-    return hit;
-}
-
-int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill)
-{
-    ca_tcache *tc = ca_tc_mine(a);
-    if (!tc || !ca_tc_try(tc))
-        return 0; /* held by a collection, which takes them */
+            ca_tc_unlock(tc);
+            return -1;
+        }
+    }
     int n = take_kept(tc, dev, spill, 0);
     ca_tc_unlock(tc);
     return n;

@@ -44,16 +44,15 @@ ca_tcache *ca_tc_thread_cache(ca_arena *a);
  * takes the cache's slot): whoever kept a pointer to it forgets it. Set once, early. */
 void ca_tc_set_retire_hook(void (*hook)(void));
 
-/* Serve an allocation from the calling thread's cache: true with *out set on a hit. A kept
- * block is reused only by the API and stream that freed it, for the same requested size:
- * a stream-ordered block while its stream lives, a plain one while its device has no stream
- * but the default ones (the thread's own default stream orders the reuse). */
-bool ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out);
-
-/* After a miss the thread's pattern changed: every block it keeps on dev moves to spill (room
- * for CA_TC_KEPT), for the caller to free through the pools, so that none sits idle there.
- * Returns how many. */
-int ca_tc_spill(ca_arena *a, int dev, ca_tc_entry *spill);
+/* An allocation's one visit to the calling thread's cache, its kept blocks newest first (the
+ * newest skipped when the inline hit tried it): -1 with *out set on a hit. On a miss the
+ * thread's pattern changed: every block it keeps on dev moves to spill (room for CA_TC_KEPT),
+ * for the caller to free through the pools, so that none sits idle there; returns how many.
+ * A kept block is reused only by the API and stream that freed it, for the same requested
+ * size: a stream-ordered block while its stream lives, a plain one while its device has no
+ * stream but the default ones (the thread's own default stream orders the reuse). */
+int ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, bool newest_tried,
+               void **out, ca_tc_entry *spill);
 
 /* Remember that the calling thread was handed b (gen: b->gen, read under the device lock). */
 void ca_tc_issue(ca_arena *a, int dev, ca_block *b, uint32_t gen, size_t requested,

@@ -53,6 +53,39 @@ static void test_miss_gives_back(void **state)
     assert_balanced(f);
 }
 
+/* An allocation visits the thread's cache once past the inline hit: the newest kept block,
+ * which that hit tried, is not tried again, older ones are; a miss moves every block the thread
+ * keeps on the device out to the pools in the same visit. */
+static void test_take_once_past_the_hit(void **state)
+{
+    fixture *f = *state;
+    char *x = must_alloc(f, MiB, NULL, CA_API_PLAIN);
+    char *y = must_alloc(f, 2 * MiB, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    must_free(f, y, NULL, CA_API_PLAIN); /* kept last: the newest */
+    ca_tc_entry spill[CA_TC_KEPT];
+    void *out = NULL;
+    assert_int_equal(ca_tc_take(f->a, 0, MiB, NULL, CA_API_PLAIN, true, &out, spill), -1);
+    assert_ptr_equal(out, x);
+    out = NULL;
+    assert_int_equal(ca_tc_take(f->a, 0, 2 * MiB, NULL, CA_API_PLAIN, true, &out, spill), 1);
+    assert_null(out);
+    assert_ptr_equal((void *)spill[0].addr, y);
+    /* Nothing kept any more: even a visit that tries every block misses, and spills nothing. */
+    assert_int_equal(ca_tc_take(f->a, 0, 2 * MiB, NULL, CA_API_PLAIN, false, &out, spill), 0);
+    /* The spilled block goes back as the arena would send it: no longer kept, then freed. */
+    __atomic_store_n(&ca_block_hot_of(spill[0].b)->kept, 0, __ATOMIC_RELAXED);
+    must_free(f, y, NULL, CA_API_PLAIN);
+    must_free(f, x, NULL, CA_API_PLAIN);
+    /* Without the inline hit's try, the newest is tried. */
+    void *z = must_alloc(f, MiB, NULL, CA_API_PLAIN); /* x, kept last */
+    must_free(f, z, NULL, CA_API_PLAIN);
+    assert_int_equal(ca_tc_take(f->a, 0, MiB, NULL, CA_API_PLAIN, false, &out, spill), -1);
+    assert_ptr_equal(out, z);
+    must_free(f, z, NULL, CA_API_PLAIN);
+    assert_balanced(f);
+}
+
 static char *other_got;
 
 static void *other_alloc(void *arg)
@@ -409,6 +442,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FX_TCACHE_TEST(test_hit_and_stats),
         FX_TCACHE_TEST(test_miss_gives_back),
+        FX_TCACHE_TEST(test_take_once_past_the_hit),
         FX_TCACHE_TEST(test_other_thread_and_exit),
         FX_TCACHE_TEST(test_counts_survive_exit),
         FX_TCACHE_TEST(test_plain_after_stream_waits_for_fence),
