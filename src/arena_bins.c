@@ -5,12 +5,17 @@
 #include "arena_bins.h"
 
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }
 
 void ca_bins_insert(ca_bins *b, ca_block *blk)
 {
     uint32_t cls = ca_bin_of(blk->size);
+    /* Only free blocks are indexed, each once: one that is in no list (every list a block
+     * leaves unlinks it: bins, pending, fast, holes), so neither in this class's nor any other. */
+    ca_assert(blk->state == BLOCK_FREE && blk->size > 0 && blk->size % CA_ROUND == 0);
+    ca_assert(!blk->lprev && !blk->lnext && b->head[cls] != blk);
     blk->bin = cls;
     blk->lprev = NULL;
     blk->lnext = b->head[cls];
@@ -26,6 +31,12 @@ void ca_bins_insert(ca_bins *b, ca_block *blk)
 void ca_bins_remove(ca_bins *b, ca_block *blk)
 {
     uint32_t cls = blk->bin;
+    /* A free block of this index, in the class of its size (nobody resized it while it was
+     * indexed), linked both ways: its left neighbour's next, or this class's head. */
+    ca_assert(blk->state == BLOCK_FREE && cls == ca_bin_of(blk->size));
+    ca_assert(blk->lprev ? blk->lprev->lnext == blk : b->head[cls] == blk);
+    ca_assert(!blk->lnext || blk->lnext->lprev == blk);
+    ca_assert(b->count > 0 && b->bytes >= blk->size);
     if (blk->lprev)
         blk->lprev->lnext = blk->lnext;
     else

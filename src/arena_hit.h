@@ -8,6 +8,7 @@
 #define CACHEALLOC_ARENA_HIT_H
 
 #include "arena_tcache.h"
+#include "ca_assert.h"
 #include "ca_compiler.h"
 
 struct ca_tcache {
@@ -95,7 +96,13 @@ CA_INLINE bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_strea
  * holds tc's lock. */
 CA_INLINE void *ca_tc_reissue(ca_tcache *tc, unsigned i)
 {
+    ca_assert(i < tc->nkept);
     ca_tc_entry *e = ca_tc_kept_at(tc, i);
+    /* Kept, and the pools never saw it since its keep: the block still says kept (a block
+     * handed back to the pools is unmarked there), and no free or allocation moved its gen. */
+    ca_assert(e->is_kept && __atomic_load_n(&ca_block_hot_of(e->b)->kept, __ATOMIC_RELAXED));
+    ca_assert(__atomic_load_n(&ca_block_hot_of(e->b)->gen, __ATOMIC_RELAXED) == e->gen);
+    ca_tc_check_block(e);
     tc->hits[e->dev]++;
     __atomic_store_n(&ca_block_hot_of(e->b)->kept, 0, __ATOMIC_RELAXED);
     e->is_kept = 0; /* issued again: its gen never changed */
@@ -139,6 +146,11 @@ CA_INLINE bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
 /* Keep e, table slot `slot`, as the newest kept block. Caller holds tc's lock, with room. */
 CA_INLINE void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
 {
+    /* An issued entry, named by its own slot in the order list, once, with room there; no
+     * cache keeps its block already. */
+    ca_assert(e == &tc->table[slot] && !e->is_kept && tc->nkept < CA_TC_KEPT);
+    ca_assert(!__atomic_load_n(&ca_block_hot_of(e->b)->kept, __ATOMIC_RELAXED));
+    ca_tc_check_block(e);
     e->is_kept = 1;
     if (e->api != CA_API_PLAIN) /* a plain block's reuse does not look at it */
         e->epoch = __atomic_load_n(&ca_device_hot_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE);

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ca_assert.h"
+
 typedef struct ca_block ca_block;
 
 typedef struct ca_map {
@@ -30,11 +32,17 @@ static inline size_t ca_map_slot(uintptr_t key, size_t cap)
 /* Insert key -> val (key not present, key != 0). Returns 0, or -1 when memory ran out. */
 static inline int ca_map_put(ca_map *m, uintptr_t key, ca_block *val)
 {
+    /* 0 marks an empty slot, and NULL is ca_map_get's "absent". */
+    ca_assert(key != 0 && val != NULL);
     if ((m->count + 1) * 2 > m->cap && ca_map_grow(m) != 0)
         return -1;
     size_t s = ca_map_slot(key, m->cap);
-    while (m->keys[s])
+    /* A key present lies in the probe run from its home slot to the first empty one: no block
+     * is live twice at one address (handed out twice), nor put twice. */
+    while (m->keys[s]) {
+        ca_assert(m->keys[s] != key);
         s = (s + 1) & (m->cap - 1);
+    }
     m->keys[s] = key;
     m->vals[s] = val;
     m->count++;

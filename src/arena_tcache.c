@@ -11,6 +11,7 @@
 
 #include "arena_hit.h"
 #include "arena_internal.h"
+#include "ca_assert.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ca_tcache *registry;
@@ -362,6 +363,16 @@ void ca_tc_adjust_stats(ca_arena *a, int dev, ca_dev_stats *st)
     st->cache_hits += hits;
     st->free_calls += frees;
 }
+
+#ifdef CA_DEBUG
+void ca_tc_check_block(const ca_tc_entry *e)
+{
+    const ca_block *b = e->b;
+    ca_assert(e->dev >= 0 && e->dev < CA_MAX_DEVICES && e->d && e->d->id == e->dev);
+    ca_assert(b->state == BLOCK_ALLOC && b->addr == e->addr);
+    ca_assert(b->size >= e->requested && b->size <= CA_TC_MAX_BLOCK);
+}
+#endif
 
 void ca_tc_fork_child(void)
 {

@@ -87,6 +87,16 @@ void ca_tc_forget(ca_arena *a, int dev);
  * device's own counters), and count their hits and frees. */
 void ca_tc_adjust_stats(ca_arena *a, int dev, ca_dev_stats *st);
 
+/* Assertion builds (ca_assert.h): stops the process unless e's block is the one the pools
+ * issued: allocated in the books of e's device, at e's address, large enough for e's request
+ * and small enough to be kept. A keep and a reissue check it (arena_hit.h); the inline hit
+ * reaches the block's private fields only through this call, and only in these builds. */
+#ifdef CA_DEBUG
+void ca_tc_check_block(const ca_tc_entry *e);
+#else
+static inline void ca_tc_check_block(const ca_tc_entry *e) { (void)e; }
+#endif
+
 /* In a forked child, where no other thread exists: every lock the parent's threads held is
  * free again. */
 void ca_tc_fork_child(void);

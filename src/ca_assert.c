@@ -1,4 +1,4 @@
-/* The failure of a ca_assert check (ca_assert.h). */
+/* The failure of an invariant check, of either tier (ca_assert.h). */
 #include "ca_assert.h"
 
 #ifdef CA_DEBUG
