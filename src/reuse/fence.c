@@ -251,33 +251,33 @@ void ca_reuse_synced(ca_device *d, uint64_t token)
 void ca_reuse_check(const ca_device *d)
 {
     const ca_reuse *r = &d->reuse;
-    ca_assert(r->synced_seq <= r->free_seq);
+    ca_assert_expensive(r->synced_seq <= r->free_seq);
     /* The pending list: pending blocks, in the order of their frees, none covered by a
      * synchronization already (it would have freed them). */
     uint64_t seq = 0;
     for (const ca_block *b = r->pend_head; b; b = b->lnext) {
-        ca_assert(b->state == BLOCK_PENDING);
-        ca_assert(b->free_seq >= seq && b->free_seq > r->synced_seq && b->free_seq <= r->free_seq);
+        ca_assert_expensive(b->state == BLOCK_PENDING);
+        ca_assert_expensive(b->free_seq >= seq && b->free_seq > r->synced_seq && b->free_seq <= r->free_seq);
         seq = b->free_seq;
-        ca_assert(b->lnext || b == r->pend_tail);
+        ca_assert_expensive(b->lnext || b == r->pend_tail);
     }
     /* Fences: in ascending order of the frees they cover, each past the last synchronization. */
     seq = r->synced_seq;
     for (const ca_fence *f = r->fence_head; f; f = f->next) {
-        ca_assert(f->max_seq > seq && f->max_seq <= r->free_seq);
-        ca_assert(f->dying_upto <= r->dying_stamp);
+        ca_assert_expensive(f->max_seq > seq && f->max_seq <= r->free_seq);
+        ca_assert_expensive(f->dying_upto <= r->dying_stamp);
         seq = f->max_seq;
-        ca_assert(f->next || f == r->fence_tail);
+        ca_assert_expensive(f->next || f == r->fence_tail);
     }
     /* Pools' events: no number past the last free, an event in flight covers frees made. */
     for (int i = -1; i < d->npools; i++) {
         const ca_pool *p = i < 0 ? &d->plain : d->pools[i];
-        ca_assert(p->safe_seq <= r->free_seq && p->last_free_seq <= r->free_seq);
-        ca_assert(!p->ev_inflight || p->ev_seq <= p->last_free_seq);
+        ca_assert_expensive(p->safe_seq <= r->free_seq && p->last_free_seq <= r->free_seq);
+        ca_assert_expensive(!p->ev_inflight || p->ev_seq <= p->last_free_seq);
     }
     /* The watched streams: in the order they were destroyed. */
     for (int i = 1; i < r->ndying; i++)
-        ca_assert(r->dying[i - 1].stamp < r->dying[i].stamp);
-    ca_assert(r->nstreams <= r->cap_streams && r->nevents <= r->cap_events);
+        ca_assert_expensive(r->dying[i - 1].stamp < r->dying[i].stamp);
+    ca_assert_expensive(r->nstreams <= r->cap_streams && r->nevents <= r->cap_events);
 }
 #endif
