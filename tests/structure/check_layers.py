@@ -5,8 +5,8 @@
 
 1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/ (their common base)
    and src/, never each other; shim/ uses src/, and a door's file only where EXCEPT says why;
-   tools/ uses only src/'s stats ABI and its option parser (the launcher checks values exactly
-   as the library reads them); src/ and tests/simdevice/ stand alone.
+   tools/top/ uses only src/'s stats ABI, tools/launch/ only its option parser (the launcher
+   checks values exactly as the library reads them); src/ and tests/simdevice/ stand alone.
 2. No header includes itself through others.
    The shim never reaches the arena's private header, not even through another header: the
    inline hit it compiles reads the arena through src/arena_hot.h only.
@@ -32,7 +32,8 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "shim": {"shim", "src"},
     "shim/cuda": {"shim/cuda", "shim", "src"},
     "shim/hip": {"shim/hip", "shim", "src"},
-    "tools": {"tools", "src/stats_abi.h", "src/options.h"},
+    "tools/top": {"tools/top", "src/stats_abi.h"},
+    "tools/launch": {"tools/launch", "src/options.h"},
     "tests/simdevice": {"tests/simdevice"},
 }
 EXCEPT = {  # file -> the files of a layer above its own it may include, each for its reason
