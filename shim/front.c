@@ -97,7 +97,7 @@ static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_
     return alloc_refused(rt, kind, st, ptr, size, stream);
 }
 
-/* A plain allocation of a process that exported one of the cache's blocks (driver_ipc.c): the
+/* A plain allocation of a process that exported one of the cache's blocks (cuda/ipc.c): the
  * real call, an allocation of its own that exports correctly. Blocks freed since came back to
  * the cache, which no plain allocation takes from any more: when the device is full, what it
  * holds unused goes back and the call is made again. */

@@ -1,5 +1,5 @@
-/* The shared logic of every interposed call, for any runtime descriptor. driver_door.c (CUDA)
- * and hip.c forward to these in one line each. Every function returns the runtime's own error code. */
+/* The shared logic of every interposed call, for any runtime descriptor. cuda/door.c (CUDA)
+ * and hip/hip.c forward to these in one line each. Every function returns the runtime's own error code. */
 #ifndef CACHEALLOC_SHIM_FRONT_H
 #define CACHEALLOC_SHIM_FRONT_H
 

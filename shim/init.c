@@ -11,7 +11,7 @@
 #include "arena_tcache.h"
 #include "backend.h"
 #include "capture.h"
-#include "driver_ctx.h"
+#include "cuda/ctx.h"
 #include "lane.h"
 #include "leak.h"
 #include "loader.h"

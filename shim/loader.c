@@ -1,6 +1,6 @@
 /* The dynamic loader's functions as the shim meets them, below everything else: the real
  * dlsym, and the interposed dlopen with its count of the program's loads. (The interposed dlsym
- * is dlsym_hook.c, at the very top: it answers with the doors' entry points.)
+ * is cuda/dlsym_hook.c, at the very top: it answers with the doors' entry points.)
  *
  * The real dlsym is found with dlvsym, which the shim does not interpose: looking "dlsym" up
  * with dlsym would find the shim's own. glibc 2.34 moved it from libdl (GLIBC_2.2.5) into libc

@@ -1,6 +1,6 @@
 /* One runtime (CUDA or HIP) as the shim sees it: the real functions it forwards to, the numeric
  * codes it answers with and its special stream handles. front.c and backend.c hold every piece
- * of logic and work on a descriptor only; driver_runtime.c (CUDA) and hip.c each define one
+ * of logic and work on a descriptor only; cuda/descriptor.c (CUDA) and hip/hip.c each define one
  * descriptor.
  *
  * Handles (streams, events) are opaque void * here. The real prototypes take typed pointers
@@ -95,7 +95,7 @@ typedef struct ca_rt_fns {
     ca_rt_err (*device_attribute)(int *value, int attr, int ordinal);
     ca_rt_err (*device_uuid)(void *uuid, int ordinal);
     /* Optional, HIP's door: the program's peer access calls, which it wraps (the CUDA door
-     * wraps the driver's, whose real functions driver_served.c holds). */
+     * wraps the driver's, whose real functions cuda/served.c holds). */
     ca_rt_err (*device_enable_peer)(int peer, unsigned flags);
     ca_rt_err (*device_disable_peer)(int peer);
     /* Optional, stream capture (capture.c): whether a stream captures (the per-thread form
@@ -145,7 +145,7 @@ typedef struct ca_rt_codes {
 } ca_rt_codes;
 
 typedef struct ca_runtime {
-    /* Constant description, filled by driver_runtime.c / hip.c. */
+    /* Constant description, filled by cuda/descriptor.c / hip/hip.c. */
     const char *api;             /* "cuda" or "hip": the stats segment's API name          */
     const char *door;            /* for CACHEALLOC_VERBOSE: where the calls are served      */
     const char *real_what;       /* ... and what the real functions are ("driver")          */
@@ -197,7 +197,7 @@ typedef struct ca_runtime {
      * until the device (context) is reset. */
     atomic_uint sticky[CA_MAX_DEVICES];
     /* 1 once the process exported one of the cache's blocks through this runtime (the CUDA
-     * door, driver_ipc.c): its plain allocations are then the real driver's own, each an
+     * door, cuda/ipc.c): its plain allocations are then the real driver's own, each an
      * allocation that exports correctly. */
     atomic_int dedicated;
 } ca_runtime;

@@ -1,4 +1,4 @@
-/* libFuzzer entry for the segment parser (tools/seg_parse.c is linked in directly). The plain
+/* libFuzzer entry for the segment parser (tools/top/seg_parse.c is linked in directly). The plain
  * driver (fuzz_driver.c) calls the same entry when libFuzzer is not available.
  *
  * The first input byte picks the form: odd, the rest is a segment as is; even, the rest

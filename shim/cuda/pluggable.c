@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "driver_ctx.h"
-#include "driver_runtime.h"
-#include "driver_real.h"
+#include "ctx.h"
+#include "descriptor.h"
+#include "driver.h"
 #include "front.h"
 #include "front_lane.h"
 

@@ -1,9 +1,9 @@
-/* The served driver entry points and their real functions (driver_served.h). */
+/* The served driver entry points and their real functions (served.h). */
 #include <stdatomic.h>
 #include <string.h>
 
-#include "driver_real.h"
-#include "driver_served.h"
+#include "driver.h"
+#include "served.h"
 
 const ca_drv_served ca_drv_served_table[N_SERVED] = {
 #define ROW(name, base, version, flags, proto, params) {#name, base, version, flags},

@@ -5,8 +5,8 @@
 #include <stddef.h>
 
 #include "arena.h"
-#include "driver_ctx.h"
-#include "driver_real.h"
+#include "ctx.h"
+#include "driver.h"
 #include "lane.h"
 
 #define CUDA_ERROR_INVALID_CONTEXT 201u

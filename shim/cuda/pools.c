@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ctx.h"
 #include "cuda_abi.h"
-#include "driver_ctx.h"
-#include "driver_pools.h"
-#include "driver_real.h"
+#include "driver.h"
 #include "init.h"
+#include "pools.h"
 #include "process.h"
 
 typedef ca_rt_err (*set_pool_fn)(int dev, cuabi_mempool_t pool);

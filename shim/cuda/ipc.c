@@ -22,12 +22,12 @@
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "driver_real.h"
-#include "driver_runtime.h"
+#include "descriptor.h"
+#include "driver.h"
 #include "init.h"
 #include "ipc_mapped.h"
-#include "process.h"
 #include "lane.h"
+#include "process.h"
 
 typedef ca_rt_err (*get_handle_fn)(struct CUipcMemHandle_st *h, cuabi_deviceptr p);
 

@@ -14,8 +14,8 @@
 
 #include "address.h"
 #include "cuda_abi.h"
-#include "driver_served.h"
 #include "process.h"
+#include "served.h"
 
 /* What the cache answers itself about an address: a live block of an expandable segment, or a
  * live block of pinned host memory; its start and requested size. Only a cache already made:

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "cuda_abi.h"
-#include "driver_real.h"
-#include "real.h"
+#include "driver.h"
 #include "loader.h"
+#include "real.h"
 
 static _Atomic(void *) drv_handle;
 static _Atomic(ca_gpa_v2_fn) real_gpa;

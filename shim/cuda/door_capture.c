@@ -6,11 +6,11 @@
 
 #include "capture.h"
 #include "cuda_abi.h"
-#include "driver_runtime.h"
-#include "driver_served.h"
+#include "descriptor.h"
 #include "init.h"
+#include "served.h"
 
-/* Exported, as every served entry point is (driver_door.c declares them alike). */
+/* Exported, as every served entry point is (door.c declares them alike). */
 #define DECLARE(name, base, version, flags, proto, params) CA_EXPORT ca_rt_err name params;
 CUABI_SERVED(DECLARE)
 

@@ -2,7 +2,7 @@
  * for cudaHostAlloc, cudaMallocHost and cudaFreeHost: served from the cache of pinned blocks
  * (host_front.c). Flags the driver does not know go to the driver, for its own refusal. */
 #include "cuda_abi.h"
-#include "driver_runtime.h"
+#include "descriptor.h"
 #include "host_front.h"
 
 #define KNOWN_FLAGS \

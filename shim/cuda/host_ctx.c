@@ -1,13 +1,13 @@
 /* Which context a pinned block belongs to, and its free's wait in that context: the hooks the
  * CUDA door gives the cache of pinned blocks (ca_runtime.host_owner and host_wait). Apart from
- * driver_host.c, whose entry points reach the door's runtime table, which names these. */
+ * host.c, whose entry points reach the door's runtime table, which names these. */
+#include "ctx.h"
 #include "cuda_abi.h"
-#include "driver_ctx.h"
-#include "driver_real.h"
-#include "driver_runtime.h"
+#include "descriptor.h"
+#include "driver.h"
 
 /* The context pins its block into, given a slot so that its destruction reaches the pool
- * (driver_door.c, forget_slot): the driver frees a context's pinned memory with it. */
+ * (door.c, forget_slot): the driver frees a context's pinned memory with it. */
 void *ca_drv_host_owner(void)
 {
     int slot = -1;

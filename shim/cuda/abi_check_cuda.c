@@ -97,7 +97,7 @@ _Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == CA_RT_LOCATION_DEVICE &&
                    CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CA_RT_ACCESS_READWRITE,
                "ca_rt_access_desc constants");
 _Static_assert(CU_MEM_ALLOC_GRANULARITY_MINIMUM == 0, "granularity option minimum");
-/* Their entry points, in the shapes driver_door.c stores them as (structures by pointer). */
+/* Their entry points, in the shapes door.c stores them as (structures by pointer). */
 #define CA_SAME_VMM(name, params)                                                             \
     _Static_assert(__builtin_types_compatible_p(__typeof__(name), ca_rt_err params),          \
                    #name " differs from the toolkit's prototype");

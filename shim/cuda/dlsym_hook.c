@@ -1,15 +1,15 @@
 /* The interposed dlsym: how every copy of the CUDA runtime (shared, or static inside the
  * program or a library) and every driver-API program that loads libcuda.so.1 by hand finds the
  * driver. A lookup of one of the driver entry points the cache serves, on a handle, is answered
- * with the shim's wrapper (driver_door.c); everything else goes to the real dlsym by a tail
+ * with the shim's wrapper (door.c); everything else goes to the real dlsym by a tail
  * call, so that the caller's return address, by which glibc resolves RTLD_NEXT, is the
  * caller's own and nothing resolves differently. */
 #include <dlfcn.h>
 
-#include "driver_door.h"
-#include "driver_served.h"
+#include "door.h"
 #include "loader.h"
 #include "runtime.h"
+#include "served.h"
 
 /* Interposed: the real dlsym, except for the served driver names looked up on a handle. */
 CA_EXPORT CA_BEFORE_SANITIZERS void *dlsym(void *handle, const char *name)

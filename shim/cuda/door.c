@@ -4,23 +4,23 @@
  * own entry points for the calls the cache serves, each only in place of the exact ABI variant
  * the caller asked for (legacy or per-thread stream, and never a newer version), and exports
  * the same entry points by name for programs linked with -lcuda. The logic is front.c's, over
- * the driver's descriptor (driver_runtime.c), whose "devices" are context slots
- * (driver_ctx.c). */
+ * the driver's descriptor (descriptor.c), whose "devices" are context slots
+ * (ctx.c). */
 #include <stdint.h>
 #include <string.h>
 
+#include "ctx.h"
 #include "cuda_abi.h"
-#include "driver_ctx.h"
-#include "driver_door.h"
-#include "driver_pools.h"
-#include "driver_real.h"
-#include "driver_runtime.h"
-#include "driver_served.h"
+#include "descriptor.h"
+#include "door.h"
+#include "driver.h"
 #include "front.h"
 #include "front_lane.h"
 #include "host_front.h"
 #include "init.h"
 #include "loader.h"
+#include "pools.h"
+#include "served.h"
 
 typedef ca_rt_err (*gpa_v1_fn)(const char *symbol, void **pfn, int version, uint64_t flags);
 typedef ca_rt_err (*gpa_v2_fn)(const char *symbol, void **pfn, int version, uint64_t flags,
@@ -73,7 +73,7 @@ ca_rt_err cuMemAlloc_v2(cuabi_deviceptr *p, size_t size) { return ca_front_mallo
 /* Serves cuMemFree_v2. */
 ca_rt_err cuMemFree_v2(cuabi_deviceptr p) { return ca_front_free(&ca_drv_rt, (void *)(uintptr_t)p); }
 /* A stream-ordered allocation: the cache's where the program left the stream's device its
- * default pool, else the real driver's (driver_pools.c). */
+ * default pool, else the real driver's (pools.c). */
 static ca_rt_err alloc_async(cuabi_deviceptr *p, size_t size, cuabi_stream_t s, int ptsz)
 {
     if (ca_drv_pool_passthrough(s)) {

@@ -1,5 +1,5 @@
 /* The program's own memory pool semantics, which the cache must not stand in for (see
- * driver_pools.c): cuDeviceSetMemPool, cuMemPoolSetAccess and cuMemPoolTrimTo are served there. */
+ * pools.c): cuDeviceSetMemPool, cuMemPoolSetAccess and cuMemPoolTrimTo are served there. */
 #ifndef CACHEALLOC_SHIM_DRIVER_POOLS_H
 #define CACHEALLOC_SHIM_DRIVER_POOLS_H
 

@@ -1,17 +1,17 @@
 /* The CUDA driver as the cache's runtime descriptor: the same calling conventions as a runtime
- * (a CUdeviceptr is passed as a pointer is), context slots (driver_ctx.c) in place of devices,
- * and the real functions behind the door's entry points (driver_served.c). */
+ * (a CUdeviceptr is passed as a pointer is), context slots (ctx.c) in place of devices,
+ * and the real functions behind the door's entry points (served.c). */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "driver_ctx.h"
-#include "driver_real.h"
-#include "driver_runtime.h"
-#include "driver_served.h"
+#include "ctx.h"
+#include "descriptor.h"
+#include "driver.h"
 #include "real.h"
+#include "served.h"
 
 static ca_rt_err drv_get_last_error(void)
 {

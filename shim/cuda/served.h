@@ -1,6 +1,6 @@
 /* The driver entry points the CUDA door serves (cuda_abi.h, CUABI_SERVED), by index, and the
  * real driver function behind each. Below the door: the door's own entry points and those of
- * driver_capture.c and driver_pools.c find their real functions here, and the door alone
+ * door_capture.c and pools.c find their real functions here, and the door alone
  * knows the shim's entry points. */
 #ifndef CACHEALLOC_SHIM_DRIVER_SERVED_H
 #define CACHEALLOC_SHIM_DRIVER_SERVED_H
