@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 #include "arena.h"
-#include "ca_compiler.h"
+#include "base/ca_compiler.h"
 
 /* cudaError_t and hipError_t are enums without negative values: compatible with unsigned int
  * under gcc and clang (asserted by the ABI checks). */

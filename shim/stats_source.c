@@ -7,7 +7,7 @@
 
 #include "backend.h"
 #include "capture.h"
-#include "clock.h"
+#include "base/clock.h"
 #include "host_pool.h"
 #include "process.h"
 #include "stats_source.h"

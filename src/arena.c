@@ -10,10 +10,10 @@
 #include <time.h>
 
 #include "arena_ladder.h"
-#include "ca_assert.h"
-#include "ca_compiler.h"
-#include "grow.h"
-#include "clock.h"
+#include "base/ca_assert.h"
+#include "base/ca_compiler.h"
+#include "base/grow.h"
+#include "base/clock.h"
 #include "arena_tcache.h"
 #include "neighbours.h"
 

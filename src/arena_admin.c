@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "arena_ladder.h"
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 #include "arena_tcache.h"
 #include "neighbours.h"
 

@@ -3,7 +3,7 @@
  * for (ca_arena_check, statistics reads, and one slow allocation in CA_CHECK_EVERY) and only in
  * builds with assertions on (CA_DEBUG); a release build compiles it to nothing. */
 #include "arena_internal.h"
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 #ifdef CA_DEBUG
 

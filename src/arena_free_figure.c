@@ -11,7 +11,7 @@
  * whole plain segments back, rung 7 every whole mapping lying in free memory. The figure is
  * the largest request that one of these serves together with every smaller one. */
 #include "arena_internal.h"
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 /* A block that is free as rung 4 sees it (free, merged or in an exact-size list), or as rungs 6
  * and 7 do (also pending, since rung 5 waited, and kept by a thread cache, since it took those

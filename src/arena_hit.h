@@ -8,7 +8,7 @@
 #define CACHEALLOC_ARENA_HIT_H
 
 #include "arena_tcache.h"
-#include "ca_compiler.h"
+#include "base/ca_compiler.h"
 
 struct ca_tcache {
     uint32_t lock;                    /* ca_tc_try, tc_lock: 0 free, 1 held               */

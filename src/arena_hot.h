@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "ca_compiler.h"
+#include "base/ca_compiler.h"
 
 typedef struct ca_block ca_block;
 typedef struct ca_device ca_device;

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "arena_internal.h"
-#include "grow.h"
-#include "ca_assert.h"
+#include "base/grow.h"
+#include "base/ca_assert.h"
 
 static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 #include "host_pool.h"
 
 #define PAGE ((size_t)4096)

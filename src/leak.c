@@ -1,5 +1,5 @@
 #include "leak.h"
-#include "clock.h"
+#include "base/clock.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>

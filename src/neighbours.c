@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "stats_abi.h"
 
 #define MAX_ASKED 64

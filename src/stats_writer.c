@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "stats_abi.h"
 
 _Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),

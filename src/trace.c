@@ -5,7 +5,7 @@
  * killed still leaves everything up to the last interval. A write is always of whole lines, so
  * the file never ends in a torn one. */
 #include "trace.h"
-#include "clock.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

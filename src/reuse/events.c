@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
-#include "grow.h"
+#include "base/grow.h"
 
 ca_event_t ca_reuse_event_get(ca_arena *a, ca_device *d)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "arena_internal.h"
-#include "clock.h"
+#include "base/clock.h"
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
 

@@ -3,7 +3,7 @@
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
 #include "arena_internal.h"
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 void ca_window_begin(ca_device *d)
 {

@@ -1,5 +1,5 @@
 /* The failure of a ca_assert check (ca_assert.h). */
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 #ifdef CA_DEBUG
 #include <stdio.h>
