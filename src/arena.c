@@ -15,7 +15,7 @@
 #include "base/grow.h"
 #include "base/clock.h"
 #include "arena_tcache.h"
-#include "neighbours.h"
+#include "stats/neighbours.h"
 
 static __thread int free_hint; /* device of this thread's last free: tried first */
 static uint64_t next_serial = 1;

@@ -5,7 +5,7 @@
 #include "arena_ladder.h"
 #include "base/ca_assert.h"
 #include "arena_tcache.h"
-#include "neighbours.h"
+#include "stats/neighbours.h"
 
 uint64_t ca_device_sync_begin(ca_arena *a, int dev)
 {

@@ -18,7 +18,7 @@
 
 #include "arena.h"
 #include "bump_backend.h"
-#include "options.h"
+#include "options/options.h"
 
 #define MAX_THREADS 64
 

@@ -29,7 +29,7 @@ import sys
 LAYERS = {  # layer -> the layers (or single files of them) it may include
     "src": {"src"},
     "shim": {"shim", "src"},
-    "tools": {"tools", "src/stats_abi.h", "src/options.h"},
+    "tools": {"tools", "src/stats/abi.h", "src/options/options.h"},
     "tests/simdevice": {"tests/simdevice"},
 }
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes

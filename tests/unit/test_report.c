@@ -12,7 +12,7 @@
 #include "arena.h"
 #include "fake_backend.h"
 #include "leak.h"
-#include "trace.h"
+#include "stats/trace.h"
 
 static fake_device dev;
 static ca_backend be;

@@ -5,7 +5,7 @@
  * a bad value costs one line on err and leaves the default in place. docs/options.md lists
  * the variables and the exact rules.
  */
-#include "options.h"
+#include "options/options.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 /* Where the numbers come from (the shim passes the arena). Callbacks run on the monitor thread
  * and on callers of ca_stats_publish; they must be thread-safe. mem_info (may be NULL) asks the

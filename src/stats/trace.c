@@ -4,7 +4,7 @@
  * thread (only while tracing) at that interval, so that a program that leaves by _exit or is
  * killed still leaves everything up to the last interval. A write is always of whole lines, so
  * the file never ends in a torn one. */
-#include "trace.h"
+#include "stats/trace.h"
 #include "base/clock.h"
 
 #include <errno.h>

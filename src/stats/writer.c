@@ -1,7 +1,7 @@
 /* The statistics writer: creates /cachealloc.<uid>.<pid>, publishes the source's counters into
  * it under per-record seqlocks, and runs the monitor thread (heartbeat, periodic snapshots,
  * reclaim requests from readers). Layout and protocol: stats_abi.h and docs/stats.md. */
-#include "stats_writer.h"
+#include "stats/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 _Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
                "stats_abi.h fields and ca_dev_stats differ");

@@ -3,7 +3,7 @@
  * are asked, through their statistics segments, to give it back (the request that
  * `cachealloc-top --reclaim` sends, flagged as a neighbour's). Only free cached memory is ever
  * given: a request cannot free live memory. docs/arena.md, "A good neighbour". */
-#include "neighbours.h"
+#include "stats/neighbours.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 #define MAX_ASKED 64
 #define POLL_NS 1000000u            /* how often the answers are looked for */
