@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "base/clock.h"
-#include "host_pool.h"
+#include "host/pool.h"
 #include "process.h"
 #include "stats_source.h"
 #include "stats/writer.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "arena.h"
-#include "host_pool.h"
+#include "host/pool.h"
 
 /* Write the report for arena a to out (stacks when the arena kept them). Returns the number of
  * allocations listed; prints nothing when there are none. */

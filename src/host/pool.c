@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/ca_assert.h"
-#include "host_pool.h"
+#include "host/pool.h"
 
 #define PAGE ((size_t)4096)
 #define CLASSES 64
