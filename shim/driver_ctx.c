@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "driver_ctx.h"
 #include "driver_real.h"
 #include "lane.h"

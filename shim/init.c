@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "backend.h"
 #include "capture.h"
 #include "driver_ctx.h"
 #include "lane.h"
-#include "leak.h"
+#include "arena/leak.h"
 #include "loader.h"
 #include "stats/neighbours.h"
 #include "ptsz_scan.h"

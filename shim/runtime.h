@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "base/ca_compiler.h"
 
 /* cudaError_t and hipError_t are enums without negative values: compatible with unsigned int

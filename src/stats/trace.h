@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 
 typedef struct ca_trace ca_trace;
 

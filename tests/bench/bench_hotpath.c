@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "bump_backend.h"
 #include "options/options.h"
 

@@ -8,8 +8,8 @@
    tests/simdevice/ stand alone.
 2. No header includes itself through others.
    The shim never reaches the arena's private header, not even through another header: the
-   inline hit it compiles reads the arena through src/arena_hot.h only.
-   Only the files above the ladder reach arena.c's header (src/arena_ladder.h); the reuse
+   inline hit it compiles reads the arena through src/arena/heads.h only.
+   Only the files above the ladder reach arena.c's header (src/arena/ladder.h); the reuse
    contract's header (src/reuse/reuse.h) reaches none of the arena's private headers, and the
    lock's, the map's and the bins' headers do not reach it.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
@@ -33,25 +33,25 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "tests/simdevice": {"tests/simdevice"},
 }
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
-    "shim": {"src/arena_internal.h", "src/reuse/reuse.h"},
+    "shim": {"src/arena/internal.h", "src/reuse/reuse.h"},
 }
 ONLY = {  # header -> the only files that may reach it, directly or through others
     # arena.c's own functions: for the files above the ladder, never for a rung of it.
-    "src/arena_ladder.h": {"src/arena.c", "src/arena_admin.c"},
+    "src/arena/ladder.h": {"src/arena/arena.c", "src/arena/admin.c"},
 }
 UNREACHED = {  # file -> headers it may not reach, directly or through others
     # The contract's header comes before the arena's structures (which embed its state).
-    "src/reuse/reuse.h": {"src/arena_internal.h", "src/arena_ladder.h"},
-    "src/arena_lock.h": {"src/reuse/reuse.h"},
-    "src/arena_map.h": {"src/reuse/reuse.h"},
-    "src/arena_bins.h": {"src/reuse/reuse.h"},
+    "src/reuse/reuse.h": {"src/arena/internal.h", "src/arena/ladder.h"},
+    "src/arena/lock.h": {"src/reuse/reuse.h"},
+    "src/arena/map.h": {"src/reuse/reuse.h"},
+    "src/arena/bins.h": {"src/reuse/reuse.h"},
 }
 RANKS = {  # a library's objects -> groups of its source files (under src/), lowest first; no
     # object of a group uses one of a higher group, directly or through other objects
     "libcaarena.a.p": [
-        ["arena_lock.c", "arena_map.c", "arena_bins.c"],
+        ["arena/lock.c", "arena/map.c", "arena/bins.c"],
         ["reuse/*.c"],
-        ["arena.c"],
+        ["arena/arena.c"],
     ],
 }
 BELOW = {  # a library's objects -> the libraries above it, whose symbols it may not use

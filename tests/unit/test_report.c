@@ -9,9 +9,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
-#include "leak.h"
+#include "arena/leak.h"
 #include "stats/trace.h"
 
 static fake_device dev;

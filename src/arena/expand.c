@@ -13,7 +13,7 @@
  * and unmapping gives it back. The arena therefore holds no handles at all. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 void ca_hole_link(ca_segment *s, ca_block *b)
 {

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "host/pool.h"
 
 /* Write the report for arena a to out (stacks when the arena kept them). Returns the number of

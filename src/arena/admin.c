@@ -2,9 +2,9 @@
  * walk, and the arena's own life cycle. */
 #include <stdlib.h>
 
-#include "arena_ladder.h"
+#include "arena/ladder.h"
 #include "base/ca_assert.h"
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "stats/neighbours.h"
 
 uint64_t ca_device_sync_begin(ca_arena *a, int dev)

@@ -2,7 +2,7 @@
  * once it is dropped. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 /* Detach every whole, reuse-safe segment (pinned ones too when all), up to want bytes.
  * Returns the list to give back once the lock is dropped. */

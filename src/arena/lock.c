@@ -1,4 +1,4 @@
-#include "arena_lock.h"
+#include "arena/lock.h"
 
 #include <limits.h>
 #include <linux/futex.h>

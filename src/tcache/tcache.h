@@ -10,7 +10,7 @@
 #ifndef CACHEALLOC_ARENA_TCACHE_H
 #define CACHEALLOC_ARENA_TCACHE_H
 
-#include "arena_hot.h"
+#include "arena/heads.h"
 
 #define CA_TC_KEPT 8                 /* blocks a thread keeps at once                  */
 #define CA_TC_ISSUED 64              /* its recent allocations remembered (power of 2) */

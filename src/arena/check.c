@@ -2,7 +2,7 @@
  * of arena_internal.h promise, walked block by block. O(blocks), so it runs where it is asked
  * for (ca_arena_check, statistics reads, and one slow allocation in CA_CHECK_EVERY) and only in
  * builds with assertions on (CA_DEBUG); a release build compiles it to nothing. */
-#include "arena_internal.h"
+#include "arena/internal.h"
 #include "base/ca_assert.h"
 
 #ifdef CA_DEBUG

@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-#include "arena.h"
-#include "arena_bins.h"
-#include "arena_hot.h"
-#include "arena_lock.h"
-#include "arena_map.h"
+#include "arena/arena.h"
+#include "arena/bins.h"
+#include "arena/heads.h"
+#include "arena/lock.h"
+#include "arena/map.h"
 #include "reuse/reuse.h"
 
 #define CA_ROUND 512u                     /* every block is a multiple of this    */

@@ -4,7 +4,7 @@
 #ifndef CACHEALLOC_ARENA_LADDER_H
 #define CACHEALLOC_ARENA_LADDER_H
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 /* The device slot of dev, created on first use; NULL when dev is out of range or memory ran out. */
 ca_device *ca_device_get(ca_arena *a, int dev);

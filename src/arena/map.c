@@ -1,4 +1,4 @@
-#include "arena_map.h"
+#include "arena/map.h"
 
 #include <stdlib.h>
 

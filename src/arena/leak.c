@@ -1,4 +1,4 @@
-#include "leak.h"
+#include "arena/leak.h"
 #include "base/clock.h"
 
 #include <dlfcn.h>

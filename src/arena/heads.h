@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "base/ca_compiler.h"
 
 typedef struct ca_block ca_block;

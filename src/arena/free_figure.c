@@ -10,7 +10,7 @@
  * free blocks beside it (or a plain segment of the request's size). Rung 6 first gave the
  * whole plain segments back, rung 7 every whole mapping lying in free memory. The figure is
  * the largest request that one of these serves together with every smaller one. */
-#include "arena_internal.h"
+#include "arena/internal.h"
 #include "base/ca_assert.h"
 
 /* A block that is free as rung 4 sees it (free, merged or in an exact-size list), or as rungs 6

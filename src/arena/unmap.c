@@ -3,7 +3,7 @@
  * proved them idle), then holes again. arena_expand.c has the ranges and their growth. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 /* b's pages were just unmapped: it joins the holes, merged with its unmapped neighbours, so
  * that a later growth sees the whole gap. */

@@ -1,7 +1,7 @@
 /* Which of the arena's segments and blocks hold an address, interior addresses included: what
  * the shim asks before a driver call that names a whole driver allocation (an IPC export),
  * since every segment is one driver allocation that may hold many blocks. */
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 /* The block of seg holding addr (blocks tile a segment in address order). */
 static const ca_block *block_at(const ca_segment *seg, uintptr_t addr)

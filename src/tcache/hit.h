@@ -7,7 +7,7 @@
 #ifndef CACHEALLOC_ARENA_HIT_H
 #define CACHEALLOC_ARENA_HIT_H
 
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "base/ca_compiler.h"
 
 struct ca_tcache {

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena_ladder.h"
+#include "arena/ladder.h"
 #include "base/ca_assert.h"
 #include "base/ca_compiler.h"
 #include "base/grow.h"
 #include "base/clock.h"
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "stats/neighbours.h"
 
 static __thread int free_hint; /* device of this thread's last free: tried first */

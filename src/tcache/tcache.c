@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena_hit.h"
-#include "arena_internal.h"
+#include "tcache/hit.h"
+#include "arena/internal.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ca_tcache *registry;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 #include "base/grow.h"
 #include "base/ca_assert.h"
 
