@@ -17,7 +17,13 @@
 4. Below the arena, the options and the statistics libraries use nothing of a library above.
 5. Within the arena library, groups of files in layers: the reuse contract (src/reuse/) uses
    nothing of the ladder (arena.c), directly or through other files, and the lock, the map and
-   the bins use nothing of the contract. Each group must name files that exist.
+   the bins use nothing of the contract. Each group must name files that exist. Below them
+   all, base/ uses nothing of the library; above the contract and below arena.c, the thread
+   caches (src/tcache/) and the host pool (src/host/).
+6. src/ is folders, one a library or a concern, each including only the folders below it:
+   base/ nothing else of src/; options/, stats/ and host/ only base/ and the arena's public
+   header (arena/arena.h: its types); tcache/ and reuse/ base/ and the arena. Every file of
+   src/ lies in a folder named here.
 Exits 1 and names every breach.
 """
 import fnmatch
@@ -49,8 +55,10 @@ UNREACHED = {  # file -> headers it may not reach, directly or through others
 RANKS = {  # a library's objects -> groups of its source files (under src/), lowest first; no
     # object of a group uses one of a higher group, directly or through other objects
     "libcaarena.a.p": [
+        ["base/*.c"],
         ["arena/lock.c", "arena/map.c", "arena/bins.c"],
         ["reuse/*.c"],
+        ["tcache/*.c", "host/*.c"],
         ["arena/arena.c"],
     ],
 }
@@ -58,6 +66,16 @@ BELOW = {  # a library's objects -> the libraries above it, whose symbols it may
     "libcaoptions.a.p": ["libcastats.a.p", "libcaarena.a.p"],
     "libcastats.a.p": ["libcaarena.a.p"],
 }
+FOLDERS = {  # folder of src/ -> the folders (or single files) of src/ its files may include
+    "src/base": {"src/base"},
+    "src/options": {"src/options", "src/base", "src/arena/arena.h"},
+    "src/stats": {"src/stats", "src/base", "src/arena/arena.h"},
+    "src/host": {"src/host", "src/base", "src/arena/arena.h"},
+    "src/tcache": {"src/tcache", "src/base", "src/arena"},
+    "src/reuse": {"src/reuse", "src/base", "src/arena"},
+    "src/arena": {"src/arena", "src/base", "src/reuse", "src/tcache", "src/host", "src/stats"},
+}
+INCLUDE_DIRS = ["src"]  # what the builds add to the include path: names relative to these
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -83,6 +101,10 @@ def resolve(root, rel, name, by_base):
     here = os.path.normpath(os.path.join(os.path.dirname(rel), name))
     if os.path.exists(os.path.join(root, here)):
         return here
+    for d in INCLUDE_DIRS:
+        there = os.path.normpath(os.path.join(d, name))
+        if os.path.exists(os.path.join(root, there)):
+            return there
     hits = by_base.get(os.path.basename(name), [])
     if not hits:
         return None
@@ -149,6 +171,7 @@ def check_includes(root):
             if layer_of(target) not in allowed and target not in allowed:
                 errors.append("%s includes %s: %s may not use %s" %
                               (rel, target, layer, layer_of(target) or "it"))
+            errors += folder_breaches(rel, target)
             graph.setdefault(rel, set()).add(target)
             if rel.endswith(".h") and target.endswith(".h"):
                 header_graph.setdefault(rel, set()).add(target)
@@ -164,10 +187,30 @@ def check_includes(root):
             if header in seen and rel not in allowed:
                 errors.append("%s reaches %s: only %s may" %
                               (rel, header, ", ".join(sorted(allowed))))
-    for name in sorted(set(ONLY) | set(UNREACHED)):
+    for name in sorted(set(ONLY) | set(UNREACHED) | set(FOLDERS)):
         if not os.path.exists(os.path.join(root, name)):
             errors.append("no file %s, which the layering names" % name)
+    for rel in sorted(files):
+        if layer_of(rel) == "src" and folder_of(rel) not in FOLDERS:
+            errors.append("%s: in no folder of src/ that the layering names" % rel)
     return errors
+
+
+def folder_of(rel):
+    """The folder of src/ that holds rel (its first directory below src/), else None."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if parts[0] == "src" and len(parts) > 2 else None
+
+
+def folder_breaches(rel, target):
+    """Includes that FOLDERS forbids: a file of src/ including a folder not below its own."""
+    allowed = FOLDERS.get(folder_of(rel))
+    if allowed is None:
+        return []
+    if folder_of(target) in allowed or target in allowed or layer_of(target) != "src":
+        return []
+    return ["%s includes %s: %s may include only %s" %
+            (rel, target, folder_of(rel), ", ".join(sorted(allowed)))]
 
 
 def reached(graph, start):
