@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 builddir=build
-# Every build of the test command checks the arena's invariants as it runs (src/ca_assert.h).
+# Every build of the test command checks the arena's invariants as it runs (src/base/ca_assert.h).
 setup_args=(-Dassertions=true)
 if [ "${1:-}" = "--sanitize" ]; then
     shift

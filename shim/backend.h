@@ -2,7 +2,7 @@
 #ifndef CACHEALLOC_SHIM_BACKEND_H
 #define CACHEALLOC_SHIM_BACKEND_H
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "runtime.h"
 
 /* Nonzero while the calling thread is inside a real driver or runtime call the cache made: a

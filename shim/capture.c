@@ -12,7 +12,7 @@
 #include "capture.h"
 #include "process.h"
 #include "lane.h"
-#include "stats_writer.h"
+#include "stats/writer.h"
 
 /* One capture under way: the stream that began it (with the thread, for a per-thread stream
  * handle, which names another stream on every thread). */

@@ -1,12 +1,12 @@
 /* The allocation entry points' fast lane, inlined into each door: a call whose thread's lane
- * (lane.h) still holds, and which its own thread cache serves (arena_hit.h), runs here alone,
+ * (lane.h) still holds, and which its own thread cache serves (tcache/hit.h), runs here alone,
  * with no call into the rest of the shim or the arena. Everything else goes to front.c: a
  * call off the lane to its full check (..._full), one the cache misses to the arena
  * (..._lane). */
 #ifndef CACHEALLOC_SHIM_FRONT_LANE_H
 #define CACHEALLOC_SHIM_FRONT_LANE_H
 
-#include "arena_hit.h"
+#include "tcache/hit.h"
 #include "front.h"
 #include "lane.h"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "host_front.h"
-#include "host_pool.h"
+#include "host/pool.h"
 #include "init.h"
 #include "process.h"
 #include "stats_source.h"

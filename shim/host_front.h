@@ -1,4 +1,4 @@
-/* Page-locked host memory served from the cache of pinned blocks (src/host_pool.c), behind
+/* Page-locked host memory served from the cache of pinned blocks (src/host/pool.c), behind
  * both doors: the door checks its runtime's arguments, this does the rest. */
 #ifndef CACHEALLOC_SHIM_HOST_FRONT_H
 #define CACHEALLOC_SHIM_HOST_FRONT_H

@@ -8,21 +8,21 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "backend.h"
 #include "capture.h"
 #include "cuda/ctx.h"
 #include "lane.h"
-#include "leak.h"
+#include "arena/leak.h"
 #include "loader.h"
-#include "neighbours.h"
+#include "stats/neighbours.h"
 #include "ptsz_scan.h"
 #include "init.h"
 #include "real.h"
 #include "process.h"
 #include "stats_source.h"
 #include "streams.h"
-#include "trace.h"
+#include "stats/trace.h"
 #include "verbose.h"
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;

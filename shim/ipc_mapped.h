@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "runtime.h"
 
 /* The size of CUipcMemHandle and hipIpcMemHandle_t. */

@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 #include "ipc_wire.h"
 
 typedef union control {

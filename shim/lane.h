@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "arena_tcache.h"
+#include "tcache/tcache.h"
 #include "runtime.h"
 
 /* 64 bytes: a thread's lanes are indexed by a shift. */

@@ -8,7 +8,7 @@
 #ifndef CACHEALLOC_SHIM_PROCESS_H
 #define CACHEALLOC_SHIM_PROCESS_H
 
-#include "options.h"
+#include "options/options.h"
 #include "runtime.h"
 
 /* The parsed options. */

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdatomic.h>
 
-#include "arena.h"
-#include "ca_compiler.h"
+#include "arena/arena.h"
+#include "base/ca_compiler.h"
 
 /* cudaError_t and hipError_t are enums without negative values: compatible with unsigned int
  * under gcc and clang (asserted by the ABI checks). */

@@ -7,11 +7,11 @@
 
 #include "backend.h"
 #include "capture.h"
-#include "clock.h"
-#include "host_pool.h"
+#include "base/clock.h"
+#include "host/pool.h"
 #include "process.h"
 #include "stats_source.h"
-#include "stats_writer.h"
+#include "stats/writer.h"
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stats_tried;

@@ -7,7 +7,7 @@
 
 #include "backend.h"
 #include "process.h"
-#include "stats_writer.h"
+#include "stats/writer.h"
 #include "verbose.h"
 
 #ifndef CA_VERSION

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "options.h"
+#include "options/options.h"
 #include "runtime.h"
 
 /* One line: the library's version, the door that serves rt and where its real functions are,

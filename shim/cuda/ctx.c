@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "ctx.h"
 #include "driver.h"
 #include "lane.h"

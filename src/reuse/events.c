@@ -4,8 +4,8 @@
  * a device's bookkeeping: its handles destroyed, or forgotten after a reset. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
-#include "grow.h"
+#include "arena/internal.h"
+#include "base/grow.h"
 
 ca_event_t ca_reuse_event_get(ca_arena *a, ca_device *d)
 {

@@ -8,8 +8,8 @@
  * incomplete one. */
 #include <stdlib.h>
 
-#include "arena_internal.h"
-#include "ca_assert.h"
+#include "arena/internal.h"
+#include "base/ca_assert.h"
 
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)
 {

@@ -9,7 +9,7 @@
  * under way. Every backend call is made under a device lock or inside a counted unlocked
  * window, and the checks read `quiet` after taking the lock; ca_quiet_begin takes each lock
  * and waits out the windows, so no call that started before it can land in the capture. */
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 /* Under d's lock: until no thread is inside a window of d (the lock is dropped meanwhile). */
 static bool wait_windows(ca_arena *a, ca_device *d, void *ctx)

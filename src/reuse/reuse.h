@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "arena_hot.h"
+#include "arena/arena.h"
+#include "arena/heads.h"
 
 typedef struct ca_pool ca_pool;
 typedef struct ca_segment ca_segment;

@@ -10,8 +10,8 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "arena_internal.h"
-#include "clock.h"
+#include "arena/internal.h"
+#include "base/clock.h"
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
 

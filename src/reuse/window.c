@@ -2,8 +2,8 @@
  * one switch of a device from its single-stream fast path to fences, which stops allocations
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
-#include "arena_internal.h"
-#include "ca_assert.h"
+#include "arena/internal.h"
+#include "base/ca_assert.h"
 
 void ca_window_begin(ca_device *d)
 {

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "bump_backend.h"
-#include "options.h"
+#include "options/options.h"
 
 #define MAX_THREADS 64
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 
 typedef struct bump_device {
     uintptr_t next;            /* next address handed out                     */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
-#include "options.h"
+#include "options/options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

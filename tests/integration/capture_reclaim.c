@@ -9,7 +9,7 @@
 
 #include "cachealloc.h"
 #include "gpu_graph.h"
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 #define BIG ((size_t)64 << 20)
 

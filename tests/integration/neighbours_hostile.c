@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "gpu.h"
-#include "neighbours.h"
-#include "stats_abi.h"
+#include "stats/neighbours.h"
+#include "stats/abi.h"
 
 #define MIB ((uint64_t)1 << 20)
 #define LIVE (16 * MIB)    /* each neighbour's live block */

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 #define MIB ((size_t)1 << 20)
 

@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
-#include "neighbours.h"
+#include "stats/neighbours.h"
 
 #define MIB ((uint64_t)1 << 20)
 #define PAGE (2 * MIB)            /* the simulator's mapping granularity */

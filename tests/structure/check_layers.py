@@ -9,8 +9,8 @@
    checks values exactly as the library reads them); src/ and tests/simdevice/ stand alone.
 2. No header includes itself through others.
    The shim never reaches the arena's private header, not even through another header: the
-   inline hit it compiles reads the arena through src/arena_hot.h only.
-   Only the files above the ladder reach arena.c's header (src/arena_ladder.h); the reuse
+   inline hit it compiles reads the arena through src/arena/heads.h only.
+   Only the files above the ladder reach arena.c's header (src/arena/ladder.h); the reuse
    contract's header (src/reuse/reuse.h) reaches none of the arena's private headers, and the
    lock's, the map's and the bins' headers do not reach it.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
@@ -18,7 +18,13 @@
 4. Below the arena, the options and the statistics libraries use nothing of a library above.
 5. Within the arena library, groups of files in layers: the reuse contract (src/reuse/) uses
    nothing of the ladder (arena.c), directly or through other files, and the lock, the map and
-   the bins use nothing of the contract. Each group must name files that exist.
+   the bins use nothing of the contract. Each group must name files that exist. Below them
+   all, base/ uses nothing of the library; above the contract and below arena.c, the thread
+   caches (src/tcache/) and the host pool (src/host/).
+6. src/ is folders, one a library or a concern, each including only the folders below it:
+   base/ nothing else of src/; options/, stats/ and host/ only base/ and the arena's public
+   header (arena/arena.h: its types); tcache/ and reuse/ base/ and the arena. Every file of
+   src/ lies in a folder named here.
 Exits 1 and names every breach.
 """
 import fnmatch
@@ -32,39 +38,51 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "shim": {"shim", "src"},
     "shim/cuda": {"shim/cuda", "shim", "src"},
     "shim/hip": {"shim/hip", "shim", "src"},
-    "tools/top": {"tools/top", "src/stats_abi.h"},
-    "tools/launch": {"tools/launch", "src/options.h"},
+    "tools/top": {"tools/top", "src/stats/abi.h"},
+    "tools/launch": {"tools/launch", "src/options/options.h"},
     "tests/simdevice": {"tests/simdevice"},
 }
 EXCEPT = {  # file -> the files of a layer above its own it may include, each for its reason
     "shim/init.c": {"shim/cuda/ctx.h"},  # the fork handler renumbers the CUDA door's contexts
 }
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
-    "shim": {"src/arena_internal.h", "src/reuse/reuse.h"},
+    "shim": {"src/arena/internal.h", "src/reuse/reuse.h"},
 }
 ONLY = {  # header -> the only files that may reach it, directly or through others
     # arena.c's own functions: for the files above the ladder, never for a rung of it.
-    "src/arena_ladder.h": {"src/arena.c", "src/arena_admin.c"},
+    "src/arena/ladder.h": {"src/arena/arena.c", "src/arena/admin.c"},
 }
 UNREACHED = {  # file -> headers it may not reach, directly or through others
     # The contract's header comes before the arena's structures (which embed its state).
-    "src/reuse/reuse.h": {"src/arena_internal.h", "src/arena_ladder.h"},
-    "src/arena_lock.h": {"src/reuse/reuse.h"},
-    "src/arena_map.h": {"src/reuse/reuse.h"},
-    "src/arena_bins.h": {"src/reuse/reuse.h"},
+    "src/reuse/reuse.h": {"src/arena/internal.h", "src/arena/ladder.h"},
+    "src/arena/lock.h": {"src/reuse/reuse.h"},
+    "src/arena/map.h": {"src/reuse/reuse.h"},
+    "src/arena/bins.h": {"src/reuse/reuse.h"},
 }
 RANKS = {  # a library's objects -> groups of its source files (under src/), lowest first; no
     # object of a group uses one of a higher group, directly or through other objects
     "libcaarena.a.p": [
-        ["arena_lock.c", "arena_map.c", "arena_bins.c"],
+        ["base/*.c"],
+        ["arena/lock.c", "arena/map.c", "arena/bins.c"],
         ["reuse/*.c"],
-        ["arena.c"],
+        ["tcache/*.c", "host/*.c"],
+        ["arena/arena.c"],
     ],
 }
 BELOW = {  # a library's objects -> the libraries above it, whose symbols it may not use
     "libcaoptions.a.p": ["libcastats.a.p", "libcaarena.a.p"],
     "libcastats.a.p": ["libcaarena.a.p"],
 }
+FOLDERS = {  # folder of src/ -> the folders (or single files) of src/ its files may include
+    "src/base": {"src/base"},
+    "src/options": {"src/options", "src/base", "src/arena/arena.h"},
+    "src/stats": {"src/stats", "src/base", "src/arena/arena.h"},
+    "src/host": {"src/host", "src/base", "src/arena/arena.h"},
+    "src/tcache": {"src/tcache", "src/base", "src/arena"},
+    "src/reuse": {"src/reuse", "src/base", "src/arena"},
+    "src/arena": {"src/arena", "src/base", "src/reuse", "src/tcache", "src/host", "src/stats"},
+}
+INCLUDE_DIRS = ["src"]  # what the builds add to the include path: names relative to these
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -95,6 +113,10 @@ def resolve(root, rel, name, by_base):
     here = os.path.normpath(os.path.join(os.path.dirname(rel), name))
     if os.path.exists(os.path.join(root, here)):
         return here
+    for d in INCLUDE_DIRS:
+        there = os.path.normpath(os.path.join(d, name))
+        if os.path.exists(os.path.join(root, there)):
+            return there
     hits = by_base.get(os.path.basename(name), [])
     if not hits:
         return None
@@ -162,6 +184,7 @@ def check_includes(root):
                     target not in EXCEPT.get(rel, ())):
                 errors.append("%s includes %s: %s may not use %s" %
                               (rel, target, layer, layer_of(target) or "it"))
+            errors += folder_breaches(rel, target)
             graph.setdefault(rel, set()).add(target)
             if rel.endswith(".h") and target.endswith(".h"):
                 header_graph.setdefault(rel, set()).add(target)
@@ -177,10 +200,30 @@ def check_includes(root):
             if header in seen and rel not in allowed:
                 errors.append("%s reaches %s: only %s may" %
                               (rel, header, ", ".join(sorted(allowed))))
-    for name in sorted(set(ONLY) | set(UNREACHED)):
+    for name in sorted(set(ONLY) | set(UNREACHED) | set(FOLDERS)):
         if not os.path.exists(os.path.join(root, name)):
             errors.append("no file %s, which the layering names" % name)
+    for rel in sorted(files):
+        if layer_of(rel) == "src" and folder_of(rel) not in FOLDERS:
+            errors.append("%s: in no folder of src/ that the layering names" % rel)
     return errors
+
+
+def folder_of(rel):
+    """The folder of src/ that holds rel (its first directory below src/), else None."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if parts[0] == "src" and len(parts) > 2 else None
+
+
+def folder_breaches(rel, target):
+    """Includes that FOLDERS forbids: a file of src/ including a folder not below its own."""
+    allowed = FOLDERS.get(folder_of(rel))
+    if allowed is None:
+        return []
+    if folder_of(target) in allowed or target in allowed or layer_of(target) != "src":
+        return []
+    return ["%s includes %s: %s may include only %s" %
+            (rel, target, folder_of(rel), ", ".join(sorted(allowed)))]
 
 
 def reached(graph, start):

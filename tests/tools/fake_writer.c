@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stats_writer.h"
+#include "stats/writer.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_devices = 1;

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_openmetrics  # noqa: E402
 from toptest import SkipTest, main, proc_of  # noqa: E402
 
-# Offsets fixed by the static assertions of stats_abi.h.
+# Offsets fixed by the static assertions of src/stats/abi.h.
 OFF_MAGIC, OFF_VERSION, OFF_HSIZE, OFF_RSIZE, OFF_CAP, OFF_USED, OFF_UID, OFF_PID = \
     0, 8, 12, 16, 20, 24, 28, 32
 OFF_HOST_RECORDS, OFF_IDENT_RECORDS, HEADER_SIZE, RECORD_SIZE = 96, 100, 1024, 192

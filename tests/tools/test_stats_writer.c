@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
-#include "neighbours.h"
+#include "stats/neighbours.h"
 #include "reclaim.h"
 #include "seg_scan.h"
-#include "stats_writer.h"
+#include "stats/writer.h"
 
 /* The fake source: every field of device d derives from one counter k, so a torn read shows
  * as fields that disagree. */

@@ -20,7 +20,7 @@ JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes
                     "driver_free_calls", "oom_recoveries", "oom_failures",
                     "largest_free_block_bytes", "device_total_bytes", "device_free_bytes",
                     "given_to_neighbours_bytes", "uuid", "pci_bus_id"]
-# Offsets fixed by the static assertions of stats_abi.h.
+# Offsets fixed by the static assertions of src/stats/abi.h.
 OFF_VERSION, OFF_PID, OFF_START, OFF_BEAT = 8, 32, 40, 48
 
 

@@ -4,7 +4,7 @@
 #ifndef ARENA_FIXTURE_H
 #define ARENA_FIXTURE_H
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
 
 #define KiB ((size_t)1 << 10)
@@ -40,7 +40,7 @@ static inline void fx_start(fixture *f)
     f->a = ca_arena_create(&f->be, &f->cfg);
 }
 
-/* Checks every invariant of the arena as the test left it (arena_check.c), destroys it, checks
+/* Checks every invariant of the arena as the test left it (arena/check.c), destroys it, checks
  * that everything it took from the device went back, and frees f. */
 static inline void fx_finish(fixture *f)
 {
@@ -84,7 +84,7 @@ static inline ca_dev_stats stats(fixture *f)
 }
 
 /* reserved = allocated + cached + pending; and, with assertions on, every other invariant
- * (ca_get_stats checks them all, arena_check.c). */
+ * (ca_get_stats checks them all, arena/check.c). */
 static inline void assert_balanced(fixture *f)
 {
     ca_dev_stats st = stats(f);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 
 #define FAKE_MAX_STREAMS 16
 #define FAKE_MAX_EVENTS 256

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
 
 #define KiB ((size_t)1 << 10)

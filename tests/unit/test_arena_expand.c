@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "arena_fixture.h"
-#include "arena_internal.h"
+#include "arena/internal.h"
 
 #define PAGE FAKE_PAGE
 

@@ -1,4 +1,4 @@
-/* The inline hit of a thread cache (src/arena_hit.h), as the shim's fast lane calls it: it
+/* The inline hit of a thread cache (src/tcache/hit.h), as the shim's fast lane calls it: it
  * serves only the calling thread's newest kept block of the same size, device, API and
  * stream; it keeps only a live block the thread was handed itself, of the caller's device,
  * while there is room; everything else is left to ca_malloc and ca_free. */
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "arena_fixture.h"
-#include "arena_hit.h"
+#include "tcache/hit.h"
 
 /* A free kept and taken back on the hit path counts as the device's calls and as cached. */
 static void test_keep_and_take(void **state)

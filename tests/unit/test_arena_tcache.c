@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "arena_fixture.h"
-#include "arena_hit.h"
-#include "arena_internal.h"
+#include "tcache/hit.h"
+#include "arena/internal.h"
 
 /* A block in the pools' own lists would show as a free block of the device: a kept one must
  * still count as cached, and the pools must not hand it out. */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
 
 #define THREADS 4

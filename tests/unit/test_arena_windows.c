@@ -10,7 +10,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
 
 #define MiB ((size_t)1 << 20)

@@ -3,7 +3,7 @@
  * build where the checks are compiled out. */
 #include <stdio.h>
 
-#include "ca_assert.h"
+#include "base/ca_assert.h"
 
 int main(int argc, char **argv)
 {

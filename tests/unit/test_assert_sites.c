@@ -1,10 +1,10 @@
-/* The cheap checks where the work is done (src/ca_assert.h) fire: each test breaks one
+/* The cheap checks where the work is done (src/base/ca_assert.h) fire: each test breaks one
  * invariant on purpose behind the arena's back, in a child process, and the child must die of
  * SIGABRT having named the check it failed, its file and its condition. The sites: the free
- * index's insert and remove (arena_bins.c), the live map's put (arena_map.h), and the thread
- * cache's keep and reissue (arena_hit.h, with ca_tc_check_block in arena_tcache.c). The first
- * tests show the same operations, unbroken, pass their checks. Built only where the checks
- * are compiled in. */
+ * index's insert and remove (src/arena/bins.c), the live map's put (src/arena/map.h), and the
+ * thread cache's keep and reissue (src/tcache/hit.h, with ca_tc_check_block in
+ * src/tcache/tcache.c). The first tests show the same operations, unbroken, pass their checks.
+ * Built only where the checks are compiled in. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,9 +17,9 @@
 #include <cmocka.h>
 
 #include "arena_fixture.h"
-#include "arena_hit.h"
-#include "arena_internal.h"
-#include "ca_assert.h"
+#include "tcache/hit.h"
+#include "arena/internal.h"
+#include "base/ca_assert.h"
 
 /* Runs breaker() in a child whose stderr comes back here: it must be stopped by a broken
  * invariant in `file` whose condition contains `cond`. */
@@ -111,9 +111,9 @@ static void insert_still_linked(void)
 static void test_bins_insert(void **state)
 {
     (void)state;
-    expect_broken(insert_allocated, "arena_bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(insert_twice, "arena_bins.c:", "b->head[cls] != blk");
-    expect_broken(insert_still_linked, "arena_bins.c:", "!blk->lprev && !blk->lnext");
+    expect_broken(insert_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(insert_twice, "arena/bins.c:", "b->head[cls] != blk");
+    expect_broken(insert_still_linked, "arena/bins.c:", "!blk->lprev && !blk->lnext");
 }
 
 static void remove_resized(void)
@@ -159,11 +159,11 @@ static void remove_allocated(void)
 static void test_bins_remove(void **state)
 {
     (void)state;
-    expect_broken(remove_resized, "arena_bins.c:", "cls == ca_bin_of(blk->size)");
-    expect_broken(remove_allocated, "arena_bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(remove_from_other_index, "arena_bins.c:", "b->head[cls] == blk");
-    expect_broken(remove_broken_link, "arena_bins.c:", "blk->lnext->lprev == blk");
-    expect_broken(remove_uncounted, "arena_bins.c:", "b->bytes >= blk->size");
+    expect_broken(remove_resized, "arena/bins.c:", "cls == ca_bin_of(blk->size)");
+    expect_broken(remove_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(remove_from_other_index, "arena/bins.c:", "b->head[cls] == blk");
+    expect_broken(remove_broken_link, "arena/bins.c:", "blk->lnext->lprev == blk");
+    expect_broken(remove_uncounted, "arena/bins.c:", "b->bytes >= blk->size");
 }
 
 /* -------------------------------------------------------------------------- the live map */
@@ -207,9 +207,9 @@ static void put_no_block(void)
 static void test_map_put(void **state)
 {
     (void)state;
-    expect_broken(put_twice, "arena_map.h:", "m->keys[s] != key");
-    expect_broken(put_empty_key, "arena_map.h:", "key != 0 && val != NULL");
-    expect_broken(put_no_block, "arena_map.h:", "key != 0 && val != NULL");
+    expect_broken(put_twice, "arena/map.h:", "m->keys[s] != key");
+    expect_broken(put_empty_key, "arena/map.h:", "key != 0 && val != NULL");
+    expect_broken(put_no_block, "arena/map.h:", "key != 0 && val != NULL");
 }
 
 /* ------------------------------------------------------------------------ the thread cache */
@@ -294,11 +294,11 @@ static void keep_shrunk(void)
 static void test_tcache_keep(void **state)
 {
     (void)state;
-    expect_broken(keep_kept_elsewhere, "arena_hit.h:", "ca_block_hot_of(e->b)->kept");
-    expect_broken(keep_wrong_slot, "arena_hit.h:", "e == &tc->table[slot]");
-    expect_broken(keep_freed_by_pools, "arena_tcache.c:", "b->state == BLOCK_ALLOC");
-    expect_broken(keep_other_device, "arena_tcache.c:", "e->d->id == e->dev");
-    expect_broken(keep_shrunk, "arena_tcache.c:", "b->size >= e->requested");
+    expect_broken(keep_kept_elsewhere, "tcache/hit.h:", "ca_block_hot_of(e->b)->kept");
+    expect_broken(keep_wrong_slot, "tcache/hit.h:", "e == &tc->table[slot]");
+    expect_broken(keep_freed_by_pools, "tcache/tcache.c:", "b->state == BLOCK_ALLOC");
+    expect_broken(keep_other_device, "tcache/tcache.c:", "e->d->id == e->dev");
+    expect_broken(keep_shrunk, "tcache/tcache.c:", "b->size >= e->requested");
 }
 
 static void reissue_given_back(void)
@@ -337,10 +337,10 @@ static void reissue_moved(void)
 static void test_tcache_reissue(void **state)
 {
     (void)state;
-    expect_broken(reissue_given_back, "arena_hit.h:", "e->is_kept && __atomic_load_n");
-    expect_broken(reissue_gen_moved, "arena_hit.h:", "->gen, __ATOMIC_RELAXED) == e->gen");
-    expect_broken(reissue_past_kept, "arena_hit.h:", "i < tc->nkept");
-    expect_broken(reissue_moved, "arena_tcache.c:", "b->addr == e->addr");
+    expect_broken(reissue_given_back, "tcache/hit.h:", "e->is_kept && __atomic_load_n");
+    expect_broken(reissue_gen_moved, "tcache/hit.h:", "->gen, __ATOMIC_RELAXED) == e->gen");
+    expect_broken(reissue_past_kept, "tcache/hit.h:", "i < tc->nkept");
+    expect_broken(reissue_moved, "tcache/tcache.c:", "b->addr == e->addr");
 }
 
 /* --------------------------------------------------------------------- the expensive tier */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arena_internal.h"
+#include "arena/internal.h"
 #include "fake_backend.h"
 
 #define MiB ((size_t)1 << 20)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "host_pool.h"
+#include "host/pool.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)

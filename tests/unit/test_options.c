@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "options.h"
+#include "options/options.h"
 
 /* The outcome of one ca_options_parse call, with everything it wrote to err. */
 typedef struct parsed {

@@ -9,10 +9,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "arena.h"
+#include "arena/arena.h"
 #include "fake_backend.h"
-#include "leak.h"
-#include "trace.h"
+#include "arena/leak.h"
+#include "stats/trace.h"
 
 static fake_device dev;
 static ca_backend be;

@@ -12,7 +12,7 @@
 
 #include "launch_env.h"
 #include "launch_find.h"
-#include "options.h"
+#include "options/options.h"
 
 #ifndef CA_VERSION
 #define CA_VERSION "unknown"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stats_abi.h"
+#include "stats/abi.h"
 
 typedef struct top_dev {
     uint32_t device;
