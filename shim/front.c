@@ -101,7 +101,7 @@ static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_
  * real call, an allocation of its own that exports correctly. Blocks freed since came back to
  * the cache, which no plain allocation takes from any more: when the device is full, what it
  * holds unused goes back and the call is made again. */
-static CA_COLD ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
+static CA_COLD ca_rt_err passthrough_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     ca_rt_err e = rt->fn.malloc(ptr, size);
     if (e == rt->codes.out_of_memory && ca_front_make_room(rt))
@@ -138,12 +138,12 @@ ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
 {
     uint64_t gen = ca_lane_start();
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, malloc, (ptr, size));
-    if (ptr == NULL || size == 0 || ca_public_bypass())
+        return CA_PASSTHROUGH(rt, malloc, (ptr, size));
+    if (ptr == NULL || size == 0 || ca_public_passthrough())
         return rt->fn.malloc(ptr, size);
     ca_capture_settle(rt);
-    if (atomic_load_explicit(&rt->dedicated, memory_order_relaxed))
-        return dedicated_malloc(rt, ptr, size);
+    if (atomic_load_explicit(&rt->passthrough_plain, memory_order_relaxed))
+        return passthrough_malloc(rt, ptr, size);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)
@@ -188,12 +188,12 @@ ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted)
 ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, free, (ptr));
+        return CA_PASSTHROUGH(rt, free, (ptr));
     if (ptr == NULL)
         return rt->fn.free(ptr); /* programs create their context this way */
     int dev = -1;
     /* A thread's first plain free: counted before the block becomes reusable, so that no other
-     * thread takes it on the fast path meanwhile (its device is almost always the current). */
+     * thread takes it through its lane meanwhile (its device is almost always the current). */
     if (!ca_stream_plain_counted(rt) && rt->fn.get_device(&dev) == rt->codes.success &&
         usable_device(dev))
         ca_stream_plain_thread(rt, dev);
@@ -218,12 +218,12 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
 {
     uint64_t gen = ca_lane_start();
     if (!ca_cache_ready(rt))
-        return ptsz ? CA_CLOSED(rt, malloc_async_ptsz, (ptr, size, stream))
-                    : CA_CLOSED(rt, malloc_async, (ptr, size, stream));
+        return ptsz ? CA_PASSTHROUGH(rt, malloc_async_ptsz, (ptr, size, stream))
+                    : CA_PASSTHROUGH(rt, malloc_async, (ptr, size, stream));
     ca_rt_err (*real)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
     if (real == NULL)
         return rt->codes.not_initialized;
-    if (ptr == NULL || size == 0 || ca_public_bypass())
+    if (ptr == NULL || size == 0 || ca_public_passthrough())
         return real(ptr, size, stream);
     /* What a capturing stream allocates belongs to its graph: an allocation node, whose
      * memory every replay writes and the cache must never hand out. */
@@ -243,7 +243,7 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
         return real(ptr, size, stream);
     ca_stats_ensure(rt);
     /* Not on a faulted device: its frees must report the error (free_async_keyed); nor where
-     * the runtime has no free to match (the fast lane's free would not say so). */
+     * the runtime has no free to match (the lane's free would not say so). */
     ca_rt_err (*real_free)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
     ca_lane *l = usable_device(dev) && !sticky_of(rt, dev) && real_free != NULL
                      ? lane_arm(rt, gen, current)
@@ -291,8 +291,8 @@ ca_rt_err ca_front_free_async_lane(ca_runtime *rt, const ca_lane *l, void *ptr)
 ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int ptsz)
 {
     if (!ca_cache_ready(rt))
-        return ptsz ? CA_CLOSED(rt, free_async_ptsz, (ptr, stream))
-                    : CA_CLOSED(rt, free_async, (ptr, stream));
+        return ptsz ? CA_PASSTHROUGH(rt, free_async_ptsz, (ptr, stream))
+                    : CA_PASSTHROUGH(rt, free_async, (ptr, stream));
     ca_rt_err (*real)(void *, void *) = ptsz ? rt->fn.free_async_ptsz : rt->fn.free_async;
     if (real == NULL)
         return rt->codes.not_initialized;
@@ -339,7 +339,7 @@ ca_rt_err ca_front_free_async_full(ca_runtime *rt, void *ptr, void *stream, int 
 ca_rt_err ca_front_mem_get_info(ca_runtime *rt, size_t *free_bytes, size_t *total_bytes)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, mem_get_info, (free_bytes, total_bytes));
+        return CA_PASSTHROUGH(rt, mem_get_info, (free_bytes, total_bytes));
     ca_rt_err e = rt->fn.mem_get_info(free_bytes, total_bytes);
     int dev = -1;
     if (e != rt->codes.success || free_bytes == NULL ||
@@ -364,7 +364,7 @@ void ca_front_forget_device(ca_runtime *rt, int dev)
 ca_rt_err ca_front_device_reset(ca_runtime *rt)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, device_reset, ());
+        return CA_PASSTHROUGH(rt, device_reset, ());
     int dev = -1;
     int have_dev = rt->fn.get_device(&dev) == rt->codes.success && usable_device(dev);
     if (have_dev)
@@ -389,7 +389,7 @@ void ca_front_peer_access(ca_runtime *rt, int owner, bool on)
 ca_rt_err ca_front_device_synchronize(ca_runtime *rt)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, device_synchronize, ());
+        return CA_PASSTHROUGH(rt, device_synchronize, ());
     int dev = -1;
     if (rt->fn.get_device(&dev) != rt->codes.success || !usable_device(dev))
         return rt->fn.device_synchronize();
@@ -406,11 +406,11 @@ ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **str
     if (!ca_cache_ready(rt)) {
         switch (ctor) {
         case CA_CTOR_PLAIN:
-            return CA_CLOSED(rt, stream_create, (stream));
+            return CA_PASSTHROUGH(rt, stream_create, (stream));
         case CA_CTOR_FLAGS:
-            return CA_CLOSED(rt, stream_create_with_flags, (stream, flags));
+            return CA_PASSTHROUGH(rt, stream_create_with_flags, (stream, flags));
         default:
-            return CA_CLOSED(rt, stream_create_with_priority, (stream, flags, priority));
+            return CA_PASSTHROUGH(rt, stream_create_with_priority, (stream, flags, priority));
         }
     }
     ca_rt_err e;
@@ -436,7 +436,7 @@ ca_rt_err ca_front_stream_create(ca_runtime *rt, ca_stream_ctor ctor, void **str
 ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, stream_destroy, (stream));
+        return CA_PASSTHROUGH(rt, stream_destroy, (stream));
     /* The arena records the stream's last event before the stream goes away. */
     ca_stream_unregister(rt, stream);
     ca_rt_err e = rt->fn.stream_destroy(stream);
@@ -450,7 +450,7 @@ ca_rt_err ca_front_stream_destroy(ca_runtime *rt, void *stream)
 ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, stream_begin_capture, (stream, mode));
+        return CA_PASSTHROUGH(rt, stream_begin_capture, (stream, mode));
     if (rt->fn.stream_begin_capture == NULL)
         return rt->codes.not_initialized;
     ca_capture_will_begin(rt);
@@ -462,7 +462,7 @@ ca_rt_err ca_front_begin_capture(ca_runtime *rt, void *stream, unsigned mode)
 ca_rt_err ca_front_end_capture(ca_runtime *rt, void *stream, void **graph)
 {
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, stream_end_capture, (stream, graph));
+        return CA_PASSTHROUGH(rt, stream_end_capture, (stream, graph));
     if (rt->fn.stream_end_capture == NULL)
         return rt->codes.not_initialized;
     ca_rt_err e = rt->fn.stream_end_capture(stream, graph);

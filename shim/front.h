@@ -8,7 +8,7 @@
 #include "runtime.h"
 
 /* The allocation entry points themselves are front_lane.h's; these are their ways off the
- * fast lane. */
+ * lane. */
 typedef struct ca_lane ca_lane;
 /* The driver refused an allocation the cache does not serve: the cache makes room for it
  * (ca_make_room); true when it did, and the caller makes the call once more. */

@@ -1,4 +1,4 @@
-/* The allocation entry points' fast lane, inlined into each door: a call whose thread's lane
+/* The allocation entry points' lane, inlined into each door: a call whose thread's lane
  * (lane.h) still holds, and which its own thread cache serves (tcache/hit.h), runs here alone,
  * with no call into the rest of the shim or the arena. Everything else goes to front.c: a
  * call off the lane to its full check (..._full), one the cache misses to the arena

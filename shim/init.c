@@ -216,7 +216,7 @@ static CA_COLD bool cache_ready_slow(ca_runtime *rt)
 
 bool ca_cache_ready(ca_runtime *rt)
 {
-    if (ca_backend_depth)
+    if (ca_passthrough_depth)
         return false;
     if (atomic_load_explicit(&rt->ready, memory_order_acquire))
         return true;

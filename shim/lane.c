@@ -1,4 +1,4 @@
-/* The fast lane's generation and the threads' lanes (lane.h). */
+/* The lane's generation and the threads' lanes (lane.h). */
 #include "lane.h"
 
 atomic_uint_fast64_t ca_lane_gen = 1;

@@ -1,4 +1,4 @@
-/* The fast lane: what a thread's last full check of an allocation call established, so that
+/* The lane: what a thread's last full check of an allocation call established, so that
  * its next calls skip every check whose answer cannot have changed.
  *
  * A full call (front.c) checks the door, the capture state, the device, its sticky error, the

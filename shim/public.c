@@ -17,7 +17,7 @@ static _Thread_local struct {
     uint64_t nocache;
 } regions;
 
-int ca_public_bypass(void)
+int ca_public_passthrough(void)
 {
     unsigned d = regions.depth;
     return d > 0 && d <= MAX_TRACKED && (regions.nocache >> (d - 1)) & 1u;

@@ -187,7 +187,7 @@ typedef struct ca_runtime {
                                   * straight to it, uncached                                */
     pthread_mutex_t init_lock;
     /* Programs built for per-thread default streams (ptsz_scan.c): found at the first call and
-     * looked for again after every dlopen; each device then leaves the single-stream fast path
+     * looked for again after every dlopen; each device then leaves the single-stream mode
      * at its first plain allocation. */
     atomic_int per_thread_default;
     atomic_uint scanned_gen;     /* ca_dlopen_gen when the loaded objects were last scanned */
@@ -199,7 +199,7 @@ typedef struct ca_runtime {
     /* 1 once the process exported one of the cache's blocks through this runtime (the CUDA
      * door, cuda/ipc.c): its plain allocations are then the real driver's own, each an
      * allocation that exports correctly. */
-    atomic_int dedicated;
+    atomic_int passthrough_plain;
 } ca_runtime;
 
 #define CA_RT_SLOTS 2

@@ -190,7 +190,8 @@ static CA_COLD void plain_thread_first(ca_runtime *rt, int dev, uint64_t bit)
     uint_fast64_t owner = 0;
     if (!atomic_compare_exchange_strong(&plain_owner[rt->slot][dev], &owner, tl.plain_id) &&
         owner != tl.plain_id)
-        ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY); /* a second thread: leave the fast path */
+        /* a second thread: leave single-stream mode */
+        ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY);
     tl.plain[rt->slot] |= bit;
 }
 

@@ -33,7 +33,7 @@ void *ca_stream_handle(const ca_runtime *rt, ca_stream_t key);
  * default stream may be its per-thread stream, unordered with this thread's (the explicit
  * cudaStreamPerThread handle needs no _ptsz import, and the shim does not see the copies and
  * launches that use it): a device whose plain calls come from a second host thread leaves the
- * single-stream fast path. Cheap after the first call of a thread on a device. */
+ * single-stream mode. Cheap after the first call of a thread on a device. */
 void ca_stream_plain_thread(ca_runtime *rt, int dev);
 
 /* 1 once the calling thread's plain calls were counted on some device of rt. */

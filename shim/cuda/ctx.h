@@ -2,8 +2,8 @@
  * at the driver level memory belongs to a context, so each context the program uses gets its
  * own number (a slot): a device's primary context the device's ordinal, a context the program
  * created a free number from the top. A block is never handed to another context. */
-#ifndef CACHEALLOC_SHIM_DRIVER_CTX_H
-#define CACHEALLOC_SHIM_DRIVER_CTX_H
+#ifndef CACHEALLOC_SHIM_CUDA_CTX_H
+#define CACHEALLOC_SHIM_CUDA_CTX_H
 
 #include "runtime.h"
 

@@ -1,7 +1,7 @@
 /* The CUDA driver's runtime descriptor (descriptor.c), for the door and the entry points
  * beside it (door_capture.c, pluggable.c): front.c opens it at their first call. */
-#ifndef CACHEALLOC_SHIM_DRIVER_RUNTIME_H
-#define CACHEALLOC_SHIM_DRIVER_RUNTIME_H
+#ifndef CACHEALLOC_SHIM_CUDA_DESCRIPTOR_H
+#define CACHEALLOC_SHIM_CUDA_DESCRIPTOR_H
 
 #include "runtime.h"
 

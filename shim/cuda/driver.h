@@ -1,7 +1,7 @@
 /* The real CUDA driver behind the shim: found once, through the lookup the runtime itself uses
  * (cuGetProcAddress_v2), or by name where a driver has no such lookup. */
-#ifndef CACHEALLOC_SHIM_DRIVER_REAL_H
-#define CACHEALLOC_SHIM_DRIVER_REAL_H
+#ifndef CACHEALLOC_SHIM_CUDA_DRIVER_H
+#define CACHEALLOC_SHIM_CUDA_DRIVER_H
 
 #include <stdint.h>
 

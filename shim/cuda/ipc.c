@@ -50,7 +50,7 @@ static get_handle_fn real_get_handle(void)
 static void start_dedicating(ca_runtime *rt)
 {
     int none = 0;
-    if (atomic_compare_exchange_strong(&rt->dedicated, &none, 1)) {
+    if (atomic_compare_exchange_strong(&rt->passthrough_plain, &none, 1)) {
         ca_lane_invalidate(); /* plain allocations leave the cache */
         ca_reclaim(rt->arena, -1);
     }

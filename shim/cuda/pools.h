@@ -1,7 +1,7 @@
 /* The program's own memory pool semantics, which the cache must not stand in for (see
  * pools.c): cuDeviceSetMemPool, cuMemPoolSetAccess and cuMemPoolTrimTo are served there. */
-#ifndef CACHEALLOC_SHIM_DRIVER_POOLS_H
-#define CACHEALLOC_SHIM_DRIVER_POOLS_H
+#ifndef CACHEALLOC_SHIM_CUDA_POOLS_H
+#define CACHEALLOC_SHIM_CUDA_POOLS_H
 
 /* 1 when a stream-ordered allocation on `stream` must go to the real driver: the stream's
  * device has a pool of the program's own current, or shares its default pool with peers.

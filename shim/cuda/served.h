@@ -2,8 +2,8 @@
  * real driver function behind each. Below the door: the door's own entry points and those of
  * door_capture.c and pools.c find their real functions here, and the door alone
  * knows the shim's entry points. */
-#ifndef CACHEALLOC_SHIM_DRIVER_SERVED_H
-#define CACHEALLOC_SHIM_DRIVER_SERVED_H
+#ifndef CACHEALLOC_SHIM_CUDA_SERVED_H
+#define CACHEALLOC_SHIM_CUDA_SERVED_H
 
 #include <string.h>
 

@@ -128,7 +128,7 @@ ca_rt_err hipExtMallocWithFlags(void **ptr, size_t size, unsigned int flags)
 {
     ca_runtime *rt = &hip_rt;
     if (!ca_cache_ready(rt))
-        return CA_CLOSED(rt, ext_malloc_with_flags, (ptr, size, flags));
+        return CA_PASSTHROUGH(rt, ext_malloc_with_flags, (ptr, size, flags));
     if (rt->fn.ext_malloc_with_flags == NULL)
         return rt->codes.not_initialized;
     if (flags != HIPABI_DEVICE_MALLOC_DEFAULT || ptr == NULL || size == 0)
@@ -145,8 +145,8 @@ static ca_rt_err peer_access(int peer, unsigned flags, bool on)
 {
     bool real = on ? hip_rt.fn.device_enable_peer != NULL : hip_rt.fn.device_disable_peer != NULL;
     if (!ca_cache_ready(&hip_rt) || !real)
-        return on ? CA_CLOSED(&hip_rt, device_enable_peer, (peer, flags))
-                  : CA_CLOSED(&hip_rt, device_disable_peer, (peer));
+        return on ? CA_PASSTHROUGH(&hip_rt, device_enable_peer, (peer, flags))
+                  : CA_PASSTHROUGH(&hip_rt, device_disable_peer, (peer));
     ca_rt_err e =
         on ? hip_rt.fn.device_enable_peer(peer, flags) : hip_rt.fn.device_disable_peer(peer);
     if (e == hip_rt.codes.success)

@@ -14,7 +14,7 @@ uint64_t ca_device_sync_begin(ca_arena *a, int dev)
         return 0;
     /* What the threads keep goes back first, so that this synchronization covers it: the
      * device's other streams may then take it over without an event. */
-    ca_tc_return(a, dev);
+    ca_return_kept(a, dev);
     ca_lock_acquire(&d->lock);
     uint64_t token = ca_reuse_token(&d->reuse);
     ca_lock_release(&d->lock);
@@ -31,7 +31,7 @@ static void trim(ca_arena *a, ca_device *d)
         return;
     int n;
     ca_segment **list =
-        ca_collect_whole(a, d, false, d->st.cached_bytes - d->release_threshold, &n);
+        ca_collect_empty(a, d, false, d->st.cached_bytes - d->release_threshold, &n);
     if (n == 0) {
         free(list);
     } else {
@@ -64,7 +64,7 @@ static void free_device_state(ca_device *d)
     free(d->segs);
     d->segs = NULL;
     d->nsegs = d->cap_segs = 0;
-    d->whole = NULL;
+    d->empty_segs = NULL;
     ca_reuse_forget(d);
     for (int i = 0; i < d->npools; i++)
         free(d->pools[i]);
@@ -153,7 +153,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     ca_reuse_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
     ca_reuse_wait_all(a, d);
     int n;
-    ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+    ca_segment **list = ca_collect_empty(a, d, true, UINT64_MAX, &n);
     d->st.driver_free_calls += (uint64_t)n;
     ca_window_begin(d);
     uint64_t bytes = ca_release_list(a, d, list, n);
@@ -180,7 +180,7 @@ ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on)
 
 uint64_t ca_reclaim(ca_arena *a, int dev)
 {
-    ca_tc_return(a, dev);
+    ca_return_kept(a, dev);
     uint64_t bytes = 0;
     int n = __atomic_load_n(&a->ndev, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {

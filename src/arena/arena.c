@@ -1,7 +1,7 @@
 /* The arena's public face: devices, pools, the allocation ladder and the free path.
  * docs/arena.md explains the algorithm; src/reuse/ holds the reuse contract (what a freed
  * block waits for before it is handed out again, asked through reuse/reuse.h), and
- * arena_segment.c the segments and their blocks. */
+ * arena/segment.c the segments and their blocks. */
 #include <execinfo.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 static __thread int free_hint; /* device of this thread's last free: tried first */
 static uint64_t next_serial = 1;
 
-static void tc_flush(ca_arena *a, const ca_tc_entry *kept, int n);
+static void return_kept_list(ca_arena *a, const ca_tc_entry *kept, int n);
 
 ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
 {
@@ -39,7 +39,7 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
     /* The hooks see every call; the binned and uncached pools have their own rules. */
     a->tc_on = a->cfg.thread_cache && !a->hooks && a->cfg.pool == CA_POOL_SPLIT;
     a->hot.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
-    a->tc_flush = tc_flush;
+    a->return_kept_list = return_kept_list;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
 }
@@ -171,7 +171,7 @@ static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
 static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_segment *best = NULL;
-    for (ca_segment *s = d->whole; s; s = s->wnext) {
+    for (ca_segment *s = d->empty_segs; s; s = s->enext) {
         if (s->pool == p || s->small != small || s->size < rounded)
             continue;
         if (a->cfg.pool == CA_POOL_BINNED && s->size != rounded)
@@ -271,7 +271,7 @@ static ca_block *grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, boo
 }
 
 /* Searches after the first, on the slow path, look at every block of a class: a fitting block
- * must never hide behind the bounded scan of the hot path. */
+ * must never hide behind rung 1's bounded scan. */
 static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_device_consolidate(d); /* frees pushed while the lock was dropped */
@@ -279,15 +279,15 @@ static ca_block *search_again(ca_arena *a, ca_device *d, ca_pool *p, size_t roun
     return b ? b : steal_segment(a, d, p, rounded, small);
 }
 
-static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e);
+static void return_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e);
 
 /* Every block the threads keep on d back into the pools, under d's lock. */
-static void return_kept_locked(ca_arena *a, ca_device *d)
+static void return_all_kept_locked(ca_arena *a, ca_device *d)
 {
     ca_tc_entry *list;
-    int n = ca_tc_collect(a, d->id, &list);
+    int n = ca_tc_return_all(a, d->id, &list);
     for (int i = 0; i < n; i++)
-        free_kept_locked(a, d, &list[i]);
+        return_kept_locked(a, d, &list[i]);
     free(list);
 }
 
@@ -354,7 +354,7 @@ static ca_block *rung_grow(ladder *l)
 static ca_block *rung_wait(ladder *l)
 {
     if (l->a->tc_on)
-        return_kept_locked(l->a, l->d);
+        return_all_kept_locked(l->a, l->d);
     if (!ca_reuse_wait_all(l->a, l->d))
         return NULL;
     return search(l);
@@ -366,7 +366,7 @@ static ca_block *rung_wait(ladder *l)
 static ca_block *rung_release(ladder *l)
 {
     int n;
-    ca_segment **list = ca_collect_whole(l->a, l->d, true, UINT64_MAX, &n);
+    ca_segment **list = ca_collect_empty(l->a, l->d, true, UINT64_MAX, &n);
     if (n > 0) {
         ca_window_begin(l->d);
         ca_release_list(l->a, l->d, list, n);
@@ -452,7 +452,7 @@ static ca_block *serve(ladder *l)
     ca_device *d = l->d;
     if (ca_reuse_pending(&d->reuse)) /* frees since the last allocation: fence them */
         ca_reuse_fence(l->a, d);
-    ca_block *b = ca_fast_pop(d, l->p, l->rounded, ca_bin_of(l->rounded));
+    ca_block *b = ca_exact_pop(d, l->p, l->rounded, ca_bin_of(l->rounded));
     if (b) {
         l->hit = true;
         return b;
@@ -589,7 +589,7 @@ static CA_NOINLINE ca_status malloc_slow(ca_arena *a, int dev, size_t size, ca_s
 
     ca_lock_acquire(&d->lock);
     for (int i = 0; i < nspill; i++)
-        free_kept_locked(a, d, &spill[i]);
+        return_kept_locked(a, d, &spill[i]);
     if (!ladder_enter(&l)) {
         ca_lock_release(&d->lock);
         return CA_ERR_BACKEND;
@@ -714,12 +714,12 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
         return;
     }
     /* The contract decides: it waits for a fence, or its pool may reuse it at once. */
-    if (!ca_reuse_pend(a, d, b, s, api, idle) && !ca_fast_push(d, b->seg->pool, b))
+    if (!ca_reuse_pend(a, d, b, s, api, idle) && !ca_exact_push(d, b->seg->pool, b))
         ca_block_free(d, b);
 }
 
 /* A block a thread cache kept goes back through the pools, under d's lock. */
-static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
+static void return_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
 {
     ca_block *b = ca_map_take(&d->live, e->addr);
     if (!b)
@@ -728,34 +728,34 @@ static void free_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
     free_locked(a, d, b, e->key, e->api, false, false);
 }
 
-static void tc_flush(ca_arena *a, const ca_tc_entry *kept, int n)
+static void return_kept_list(ca_arena *a, const ca_tc_entry *kept, int n)
 {
     for (int i = 0; i < n; i++) {
         ca_device *d = ca_device_peek(a, kept[i].dev);
         if (!d)
             continue;
         ca_lock_acquire(&d->lock);
-        free_kept_locked(a, d, &kept[i]);
+        return_kept_locked(a, d, &kept[i]);
         ca_lock_release(&d->lock);
     }
 }
 
-void ca_tc_return(ca_arena *a, int dev)
+void ca_return_kept(ca_arena *a, int dev)
 {
     if (!a->tc_on)
         return;
     ca_tc_entry *list;
-    int n = ca_tc_collect(a, dev, &list);
-    tc_flush(a, list, n);
+    int n = ca_tc_return_all(a, dev, &list);
+    return_kept_list(a, list, n);
     free(list);
 }
 
 /* The block the thread's cache just pushed out goes back through the pools. */
-static CA_NOINLINE void free_evicted(ca_arena *a)
+static CA_NOINLINE void return_evicted(ca_arena *a)
 {
     ca_tc_entry e;
-    ca_tc_evicted(a, &e);
-    tc_flush(a, &e, 1);
+    ca_tc_return_evicted(a, &e);
+    return_kept_list(a, &e, 1);
 }
 
 static ca_status free_slow(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out);
@@ -767,7 +767,7 @@ ca_status ca_free(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_
     if (a->tc_on) {
         int kept = ca_tc_keep(a, ptr, s, api, dev_out);
         if (kept == CA_TC_KEPT_EVICTING)
-            free_evicted(a);
+            return_evicted(a);
         if (kept != CA_TC_NOT_KEPT)
             return CA_OK;
     }

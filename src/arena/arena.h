@@ -187,7 +187,7 @@ void ca_arena_forget(ca_arena *a);
  * failure after the whole out-of-memory ladder: CA_ERR_OOM and one warning line. */
 ca_status ca_malloc(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, void **out);
 
-/* ca_malloc after the caller's inline hit (ca_malloc_hit, arena_hit.h) missed: the thread's
+/* ca_malloc after the caller's inline hit (ca_malloc_hit, tcache/hit.h) missed: the thread's
  * cache is visited once more, without the newest block the hit tried. size > 0, out valid. */
 ca_status ca_malloc_missed(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api,
                            void **out);
@@ -208,7 +208,7 @@ ca_status ca_free_synced(ca_arena *a, void *ptr, int *dev_out);
 /* Look up a live allocation: its device and usable size. 0 when ptr is not a live block. */
 int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
 
-/* Where an address lies in the arena's segments (arena_locate.c): the segment holding it and
+/* Where an address lies in the arena's segments (arena/locate.c): the segment holding it and
  * the block of that segment that holds it. */
 typedef struct ca_place {
     int dev;
@@ -239,7 +239,7 @@ typedef struct ca_piece {
 int ca_mapped_pieces(ca_arena *a, uintptr_t block, size_t size, ca_piece *out, int max);
 
 /* The program created stream s on dev (nonblocking: it does not synchronize with the legacy
- * stream). The first extra stream of a device switches it from the single-stream fast path
+ * stream). The first extra stream of a device switches it from the single-stream mode
  * to fences, after one device synchronization. */
 void ca_stream_created(ca_arena *a, int dev, ca_stream_t s, int nonblocking);
 
@@ -292,7 +292,7 @@ ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on);
  * one more try when not 0. No lock of the arena held. */
 uint64_t ca_make_room(ca_arena *a);
 
-/* Check every invariant of every device (arena_check.c), taking each device's lock; the
+/* Check every invariant of every device (arena/check.c), taking each device's lock; the
  * process stops at a broken one. Does nothing in builds without assertions. */
 void ca_arena_check(ca_arena *a);
 
@@ -313,7 +313,7 @@ void ca_quiet_end(ca_arena *a);
 
 /* The free memory cudaMemGetInfo reports under the cache for device dev of `total` bytes whose
  * driver has driver_free free: the largest plain allocation the ladder serves, with every
- * smaller one, counting pending and thread-kept blocks as free (arena_free_figure.c). */
+ * smaller one, counting pending and thread-kept blocks as free (arena/free_figure.c). */
 uint64_t ca_free_for_program(ca_arena *a, int dev, uint64_t driver_free, uint64_t total);
 
 /* Snapshot of device dev's counters. Returns 0 when the arena never saw dev. */

@@ -39,7 +39,7 @@ void ca_bins_insert(ca_bins *b, ca_block *blk);
 /* Take a block out of the index. */
 void ca_bins_remove(ca_bins *b, ca_block *blk);
 
-/* Blocks of one class the hot path looks at before moving on: keeps a long class O(1). */
+/* Blocks of one class rung 1's bounded scan looks at before moving on: keeps a long class O(1). */
 #define CA_BIN_SCAN_LIMIT 16
 
 /* The smallest block of at least size found in the index (best fit within size's own class,

@@ -62,12 +62,12 @@ static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_
 {
     *bytes += p->small.bytes + p->large.bytes;
     *count += p->small.count + p->large.count;
-    *fast += p->nfast;
+    *fast += p->nexact;
 }
 
 void ca_device_check(ca_device *d)
 {
-    uint64_t sum[6] = {0}, n[6] = {0}, bin_bytes = 0, bin_count = 0, nfast = 0;
+    uint64_t sum[6] = {0}, n[6] = {0}, bin_bytes = 0, bin_count = 0, nexact = 0;
     for (int i = 0; i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i], *before = i ? d->segs[i - 1] : NULL;
         ca_assert_expensive(!before || ca_seg_driver_base(before) + ca_seg_driver_size(before) <=
@@ -76,19 +76,19 @@ void ca_device_check(ca_device *d)
     }
     /* Every allocated block is in the live map, and nothing else. */
     ca_assert_expensive(n[BLOCK_ALLOC] == d->live.count);
-    add_pool(&d->plain, &bin_bytes, &bin_count, &nfast);
+    add_pool(&d->plain, &bin_bytes, &bin_count, &nexact);
     for (int i = 0; i < d->npools; i++)
-        add_pool(d->pools[i], &bin_bytes, &bin_count, &nfast);
+        add_pool(d->pools[i], &bin_bytes, &bin_count, &nexact);
     /* Reserved = allocated + cached + pending, and each is exactly its blocks. */
     ca_assert_expensive(d->st.reserved_bytes ==
                         d->st.allocated_bytes + d->st.cached_bytes + d->st.pending_bytes);
     ca_assert_expensive(sum[BLOCK_ALLOC] == d->st.allocated_bytes);
-    ca_assert_expensive(sum[BLOCK_FREE] + sum[BLOCK_FAST] == d->st.cached_bytes);
+    ca_assert_expensive(sum[BLOCK_FREE] + sum[BLOCK_EXACT] == d->st.cached_bytes);
     ca_assert_expensive(sum[BLOCK_PENDING] == d->st.pending_bytes);
     /* Free blocks are the bins', and only they. */
     ca_assert_expensive(bin_bytes == sum[BLOCK_FREE] && bin_count == n[BLOCK_FREE]);
     ca_reuse_check(d); /* the pending list, the fences, the watched streams */
-    ca_assert_expensive(nfast == n[BLOCK_FAST]);
+    ca_assert_expensive(nexact == n[BLOCK_EXACT]);
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* Expandable segments: one reserved range of virtual addresses per pool and block kind (small
  * or large), grown by mapping physical pages where the pool needs them and shrunk by unmapping
- * free pages wherever they lie (arena_unmap.c). PyTorch's "Note [Expandable Segments]" is the
+ * free pages wherever they lie (arena/unmap.c). PyTorch's "Note [Expandable Segments]" is the
  * design this follows; docs/arena.md says what differs.
  *
  * A range is a segment like any other to the rest of the arena: its blocks split, merge and sit
@@ -15,22 +15,22 @@
 
 #include "arena/internal.h"
 
-void ca_hole_link(ca_segment *s, ca_block *b)
+void ca_unmapped_link(ca_segment *s, ca_block *b)
 {
     b->state = BLOCK_UNMAPPED;
     b->lprev = NULL;
-    b->lnext = s->holes;
-    if (s->holes)
-        s->holes->lprev = b;
-    s->holes = b;
+    b->lnext = s->unmapped;
+    if (s->unmapped)
+        s->unmapped->lprev = b;
+    s->unmapped = b;
 }
 
-void ca_hole_unlink(ca_segment *s, ca_block *b)
+void ca_unmapped_unlink(ca_segment *s, ca_block *b)
 {
     if (b->lprev)
         b->lprev->lnext = b->lnext;
     else
-        s->holes = b->lnext;
+        s->unmapped = b->lnext;
     if (b->lnext)
         b->lnext->lprev = b->lprev;
     b->lprev = b->lnext = NULL;
@@ -122,7 +122,7 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     b->addr = s->base;
     b->size = s->size;
     b->seg = s;
-    ca_hole_link(s, b);
+    ca_unmapped_link(s, b);
     ca_seg_insert(d, s);
     p->nsegs++;
     d->nranges++;
@@ -191,7 +191,7 @@ static ca_block *pick_hole(const ca_segment *s, size_t rounded, size_t page, siz
                            bool solo, size_t *map)
 {
     ca_block *best = NULL;
-    for (ca_block *h = s->holes; h; h = h->lnext) {
+    for (ca_block *h = s->unmapped; h; h = h->lnext) {
         /* A solo mapping takes no free block beside it, and none takes a solo mapping's. */
         size_t before = !solo && h->prev && h->prev->state == BLOCK_FREE &&
                                 !ca_range_solo(s, h->prev->addr)
@@ -286,10 +286,10 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
             d->vmm_off = true; /* the calls exist but do not work here */
         return NULL;
     }
-    ca_hole_unlink(s, h);
+    ca_unmapped_unlink(s, h);
     if (rest) {
         ca_block_split(h, rest, map);
-        ca_hole_link(s, rest);
+        ca_unmapped_link(s, rest);
     }
     if (solo)
         ca_range_mark_solo(s, h->addr, map, true);

@@ -18,7 +18,7 @@
  * back): free in every sense the program can observe. */
 static bool free_block(const ca_block *b, bool after_waits)
 {
-    if (b->state == BLOCK_FREE || b->state == BLOCK_FAST)
+    if (b->state == BLOCK_FREE || b->state == BLOCK_EXACT)
         return true;
     return after_waits && (b->state == BLOCK_PENDING ||
                            (b->state == BLOCK_ALLOC &&
@@ -48,7 +48,7 @@ static bool solo_run(const ca_segment *s, uintptr_t lo)
 }
 
 /* Whether the ladder's unmapping sees a run followed by b as open-ended: an unmapped page, or
- * the range's end, follows it (arena_unmap.c's rule). */
+ * the range's end, follows it (arena/unmap.c's rule). */
 static bool open_after(const ca_block *b) { return !b || b->state == BLOCK_UNMAPPED; }
 
 static uint64_t sub(uint64_t x, uint64_t y) { return x > y ? x - y : 0; }

@@ -1,10 +1,10 @@
 /* The few words of the arena's private structures that a cache hit reads and writes without a
- * device lock, each set in a structure of its own at the head of its owner (arena_internal.h
- * checks that it comes first). The inline hit (arena_hit.h), which the shim compiles into its
+ * device lock, each set in a structure of its own at the head of its owner (arena/internal.h
+ * checks that it comes first). The inline hit (tcache/hit.h), which the shim compiles into its
  * own functions, reaches the arena's blocks, devices and arena only through these, so the shim
  * never sees the arena's private header. */
-#ifndef CACHEALLOC_ARENA_HOT_H
-#define CACHEALLOC_ARENA_HOT_H
+#ifndef CACHEALLOC_ARENA_HEADS_H
+#define CACHEALLOC_ARENA_HEADS_H
 
 #include <stdint.h>
 

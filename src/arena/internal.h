@@ -1,5 +1,5 @@
 /* Private structures of the arena, shared by its source files only, and the functions of the
- * files below the ladder (arena.c's own are in arena_ladder.h, the reuse contract's in
+ * files below the ladder (arena.c's own are in arena/ladder.h, the reuse contract's in
  * reuse/reuse.h). */
 #ifndef CACHEALLOC_ARENA_INTERNAL_H
 #define CACHEALLOC_ARENA_INTERNAL_H
@@ -26,16 +26,16 @@
 #define CA_SOLO_MIN (64u << 20)           /* from here a growth is one solo mapping */
 #define CA_MAX_STACK 16
 
-/* FAST: freed into its pool's exact-size LIFO without merging (see ca_fast_push). UNMAPPED:
+/* FAST: freed into its pool's exact-size LIFO without merging (see ca_exact_push). UNMAPPED:
  * pages of an expandable segment with no memory behind them; UNMAPPING: free pages carved out
- * to be unmapped while the lock is dropped (arena_expand.c). */
+ * to be unmapped while the lock is dropped (arena/expand.c). */
 typedef enum {
-    BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2, BLOCK_FAST = 3, BLOCK_UNMAPPED = 4,
+    BLOCK_FREE = 0, BLOCK_ALLOC = 1, BLOCK_PENDING = 2, BLOCK_EXACT = 3, BLOCK_UNMAPPED = 4,
     BLOCK_UNMAPPING = 5
 } ca_block_state;
 
 /* Blocks a pool keeps unmerged for exact-size reuse before frees merge again. */
-#define CA_FAST_MAX 64u
+#define CA_EXACT_MAX 64u
 
 typedef struct ca_segment ca_segment;
 typedef struct ca_pool ca_pool;
@@ -65,13 +65,13 @@ struct ca_segment {
     ca_pool *pool;            /* the pool whose streams may use it           */
     ca_block *first;          /* lowest block                                */
     bool small;
-    bool pinned;              /* the preallocation: kept by the threshold trim */
-    ca_segment *wprev, *wnext;/* list of wholly free segments of the device  */
+    bool prealloc;              /* the preallocation: kept by the threshold trim */
+    ca_segment *eprev, *enext;/* list of empty segments of the device  */
     bool in_whole;
     bool expandable;          /* a reserved range, mapped as it grows: never whole */
-    ca_block *holes;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
+    ca_block *unmapped;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
     size_t page;              /* an expandable range's page; 0 for a plain segment */
-    /* An expandable range's solo mappings (arena_expand.c): bit i set when page i lies in one.
+    /* An expandable range's solo mappings (arena/expand.c): bit i set when page i lies in one.
      * Points into starts[], after the starts' own words. */
     uint64_t *solo;
     /* An expandable range's mappings: bit i set when page i begins one (one driver handle).
@@ -86,8 +86,8 @@ struct ca_pool {
     bool plain;               /* the plain API pool of the device            */
     bool dead;                /* its stream was destroyed                    */
     ca_bins small, large;
-    ca_block *fast[CA_BIN_COUNT]; /* exact-size reuse lists, by size class */
-    uint32_t nfast;
+    ca_block *exact[CA_BIN_COUNT]; /* exact-size reuse lists, by size class */
+    uint32_t nexact;
     /* Cross-stream safety of async pools: frees with free_seq <= safe_seq completed on the
      * device. One event at a time is in flight; it covers frees up to ev_seq. */
     uint64_t last_free_seq;
@@ -114,10 +114,10 @@ struct ca_device {
     ca_pool plain;
     ca_pool **pools;          /* async pools by stream                       */
     int npools, cap_pools;
-    ca_pool *last_pool;       /* lookup cache for the async hot path         */
+    ca_pool *last_pool;       /* the stream-ordered pool found last          */
     ca_segment **segs;        /* sorted by base                              */
     int nsegs, cap_segs;
-    ca_segment *whole;        /* wholly free segments                        */
+    ca_segment *empty_segs;        /* empty segments                        */
     ca_reuse reuse;           /* the reuse contract's state: reuse/reuse.h   */
     ca_block *spare;          /* recycled block structs                      */
     /* Expandable segments: the page size and reservation size, found at first use. */
@@ -143,22 +143,22 @@ struct ca_arena {
     ca_backend be;
     ca_config cfg;
     bool hooks;                   /* trace, allocation times or stacks: the slow bookkeeping */
-    bool tc_on;                   /* thread caches in front of the pools (arena_tcache.c) */
+    bool tc_on;                   /* thread caches in front of the pools (tcache/tcache.c) */
     /* Frees n blocks a thread cache kept through the pools (the cache's thread exits). */
-    void (*tc_flush)(ca_arena *a, const struct ca_tc_entry *kept, int n);
+    void (*return_kept_list)(ca_arena *a, const struct ca_tc_entry *kept, int n);
     pthread_mutex_t devices_lock; /* creation of device slots               */
     ca_device *dev[CA_MAX_DEVICES];
     int ndev;
     uint32_t quiet;               /* captures under way: no backend call (reuse/quiet.c) */
 };
 
-/* arena_hot.h's casts: each head comes first. */
+/* arena/heads.h's casts: each head comes first. */
 _Static_assert(offsetof(struct ca_block, hot) == 0, "a block's head comes first");
 _Static_assert(offsetof(struct ca_device, hot) == 0, "a device's head comes first");
 _Static_assert(offsetof(struct ca_arena, hot) == 0, "an arena's head comes first");
 
-/* arena_check.c. Under d's lock: every invariant of the device, walked block by block (the
- * accounting, the tiling of each segment, states against the live map, the bins, the fast
+/* arena/check.c. Under d's lock: every invariant of the device, walked block by block (the
+ * accounting, the tiling of each segment, states against the live map, the bins, the exact
  * lists and the pending list); stops the process at the first broken one. Assertion builds
  * only: nothing otherwise. */
 #define CA_CHECK_EVERY 256u /* slow allocations per whole check, a power of two */
@@ -193,12 +193,12 @@ static inline int ca_for_each_device_locked(ca_arena *a, ca_device_fn fn, void *
     }
     return -1;
 }
-/* arena_release.c. Under the lock: detach every whole, reuse-safe segment of d (pinned ones
+/* arena/release.c. Under the lock: detach every whole, reuse-safe segment of d (pinned ones
  * too when all), up to want bytes, and return them (*n of them) to give back unlocked. */
-ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n);
+ca_segment **ca_collect_empty(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n);
 /* Not under the lock: give list's n segments back to the driver, free list; bytes released. */
 uint64_t ca_release_list(ca_arena *a, ca_device *d, ca_segment **list, int n);
-/* arena_bins.c. Under the lock: the largest free block of any of d's pools. */
+/* arena/bins.c. Under the lock: the largest free block of any of d's pools. */
 size_t ca_device_largest_free(ca_device *d);
 
 static inline bool ca_within_limit(const ca_device *d, size_t more)
@@ -206,7 +206,7 @@ static inline bool ca_within_limit(const ca_device *d, size_t more)
     return !d->limit || d->st.reserved_bytes + more <= d->limit;
 }
 
-/* arena_segment.c: segments, blocks, split and merge. All under the device lock. */
+/* arena/segment.c: segments, blocks, split and merge. All under the device lock. */
 size_t ca_segment_size(const ca_config *c, size_t rounded);
 bool ca_is_small(size_t rounded);
 ca_block *ca_block_new(ca_device *d);
@@ -279,30 +279,30 @@ static inline size_t ca_round_request(const ca_config *c, size_t size)
     return p;
 }
 
-/* The fast path of a free: the block joins its pool's exact-size list unmerged, so that the
+/* A free's exact-size path: the block joins its pool's exact-size list unmerged, so that the
  * next request of that size takes it back without a search, a split or a merge. Merging is
  * only deferred: every search that misses the lists consolidates them first, so best fit
  * sees the same free blocks eager merging would give it. */
-static inline bool ca_fast_push(ca_device *d, ca_pool *p, ca_block *b)
+static inline bool ca_exact_push(ca_device *d, ca_pool *p, ca_block *b)
 {
-    if (p->nfast >= CA_FAST_MAX)
+    if (p->nexact >= CA_EXACT_MAX)
         return false;
-    b->state = BLOCK_FAST;
-    b->lnext = p->fast[b->bin];
-    p->fast[b->bin] = b;
-    p->nfast++;
+    b->state = BLOCK_EXACT;
+    b->lnext = p->exact[b->bin];
+    p->exact[b->bin] = b;
+    p->nexact++;
     d->st.cached_bytes += b->size;
     return true;
 }
 
-/* The fast path of an allocation: a block of exactly rounded bytes (class cls), or NULL. */
-static inline ca_block *ca_fast_pop(ca_device *d, ca_pool *p, size_t rounded, uint32_t cls)
+/* An allocation's exact-size path: a block of exactly rounded bytes (class cls), or NULL. */
+static inline ca_block *ca_exact_pop(ca_device *d, ca_pool *p, size_t rounded, uint32_t cls)
 {
-    ca_block *b = p->fast[cls];
+    ca_block *b = p->exact[cls];
     if (!b || b->size != rounded)
         return NULL;
-    p->fast[cls] = b->lnext;
-    p->nfast--;
+    p->exact[cls] = b->lnext;
+    p->nexact--;
     b->lnext = NULL;
     b->state = BLOCK_ALLOC;
     d->st.cached_bytes -= b->size;
@@ -313,7 +313,7 @@ static inline ca_block *ca_fast_pop(ca_device *d, ca_pool *p, size_t rounded, ui
 }
 
 /* Whether a mapping of expandable range s begins at addr, a page of s or its end: where a
- * mapping may end, if the page before it is mapped (arena_expand.c). */
+ * mapping may end, if the page before it is mapped (arena/expand.c). */
 static inline bool ca_range_boundary(const ca_segment *s, size_t page, uintptr_t addr)
 {
     size_t i = (addr - s->base) / page;
@@ -360,19 +360,19 @@ static inline void ca_range_mark_solo(ca_segment *s, uintptr_t addr, size_t size
     }
 }
 
-/* arena_expand.c, arena_unmap.c: expandable segments. Under the device lock. */
+/* arena/expand.c, arena/unmap.c: expandable segments. Under the device lock. */
 static inline uintptr_t ca_align_up(uintptr_t x, size_t to) { return (x + to - 1) / to * to; }
 static inline uintptr_t ca_align_down(uintptr_t x, size_t to) { return x / to * to; }
 /* Put b on / take it off its segment's list of holes (b becomes / stays UNMAPPED). */
-void ca_hole_link(ca_segment *s, ca_block *b);
+void ca_unmapped_link(ca_segment *s, ca_block *b);
 /* Gives peer access (on) or takes it away (off) on every mapped run of d's ranges. */
 int ca_expand_peer_access(ca_arena *a, ca_device *d, int peer, bool on);
-void ca_hole_unlink(ca_segment *s, ca_block *b);
+void ca_unmapped_unlink(ca_segment *s, ca_block *b);
 /* Rung 4 of the ladder in p's range: pages mapped for rounded bytes, as a free block of the pool.
  * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed);
-/* arena_unmap.c. The mappings of range s lying wholly inside free memory [from, end), as
+/* arena/unmap.c. The mappings of range s lying wholly inside free memory [from, end), as
  * [*lo, *hi): the highest first, no more of them than make want bytes; false when none does. A
  * mapping ends where the next begins, or at end when open_end (an unmapped page or the range's
  * end follows). What the ladder's unmapping takes from a free block of [from, end). */

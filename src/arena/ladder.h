@@ -1,5 +1,5 @@
 /* What arena.c (the device slots, the allocation ladder and the free path) offers the files
- * above it: arena_admin.c. No rung of the ladder includes this header, so no file arena.c
+ * above it: arena/admin.c. No rung of the ladder includes this header, so no file arena.c
  * calls can call it back (suite structure checks both). */
 #ifndef CACHEALLOC_ARENA_LADDER_H
 #define CACHEALLOC_ARENA_LADDER_H
@@ -10,6 +10,6 @@
 ca_device *ca_device_get(ca_arena *a, int dev);
 /* Free every block the threads keep on dev (dev < 0: all) through the pools. Not under a
  * device lock. */
-void ca_tc_return(ca_arena *a, int dev);
+void ca_return_kept(ca_arena *a, int dev);
 
 #endif

@@ -6,14 +6,14 @@
 
 /* Detach every whole, reuse-safe segment (pinned ones too when all), up to want bytes.
  * Returns the list to give back once the lock is dropped. */
-ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
+ca_segment **ca_collect_empty(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
 {
     int cap = 0, k = 0;
     *n = 0;
     if (ca_quiet(a)) /* giving segments back is a driver free */
         return NULL;
     ca_device_consolidate(d);
-    for (ca_segment *s = d->whole; s; s = s->wnext)
+    for (ca_segment *s = d->empty_segs; s; s = s->enext)
         cap++;
     *n = 0;
     if (!cap)
@@ -22,9 +22,9 @@ ca_segment **ca_collect_whole(ca_arena *a, ca_device *d, bool all, uint64_t want
     if (!out)
         return NULL;
     uint64_t got = 0;
-    for (ca_segment *s = d->whole, *next; s && got < want; s = next) {
-        next = s->wnext;
-        if ((s->pinned && !all) || !ca_reuse_segment_safe(a, d, s))
+    for (ca_segment *s = d->empty_segs, *next; s && got < want; s = next) {
+        next = s->enext;
+        if ((s->prealloc && !all) || !ca_reuse_segment_safe(a, d, s))
             continue;
         got += s->size;
         ca_segment_detach(a, d, s);

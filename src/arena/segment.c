@@ -49,30 +49,30 @@ void ca_block_recycle(ca_device *d, ca_block *b)
     d->spare = b;
 }
 
-static void whole_add(ca_device *d, ca_segment *s)
+static void empty_add(ca_device *d, ca_segment *s)
 {
     if (s->in_whole)
         return;
     s->in_whole = true;
-    s->wprev = NULL;
-    s->wnext = d->whole;
-    if (d->whole)
-        d->whole->wprev = s;
-    d->whole = s;
+    s->eprev = NULL;
+    s->enext = d->empty_segs;
+    if (d->empty_segs)
+        d->empty_segs->eprev = s;
+    d->empty_segs = s;
 }
 
-static void whole_del(ca_device *d, ca_segment *s)
+static void empty_del(ca_device *d, ca_segment *s)
 {
     if (!s->in_whole)
         return;
-    if (s->wprev)
-        s->wprev->wnext = s->wnext;
+    if (s->eprev)
+        s->eprev->enext = s->enext;
     else
-        d->whole = s->wnext;
-    if (s->wnext)
-        s->wnext->wprev = s->wprev;
+        d->empty_segs = s->enext;
+    if (s->enext)
+        s->enext->eprev = s->eprev;
     s->in_whole = false;
-    s->wprev = s->wnext = NULL;
+    s->eprev = s->enext = NULL;
 }
 
 static int seg_index(const ca_device *d, uintptr_t addr)
@@ -223,7 +223,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->pool = pool;
     pool->nsegs++;
     seg->small = small;
-    seg->pinned = pinned;
+    seg->prealloc = pinned;
     seg->first = b;
     ca_seg_insert(d, seg);
     b->addr = seg->base;
@@ -231,7 +231,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     b->seg = seg;
     b->state = BLOCK_FREE;
     ca_bins_insert(ca_pool_bins(pool, small), b);
-    whole_add(d, seg);
+    empty_add(d, seg);
     d->st.reserved_bytes += seg->size;
     d->st.cached_bytes += seg->size;
     d->st.segments++;
@@ -250,7 +250,7 @@ void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
         ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
         d->st.cached_bytes -= b->size;
     }
-    whole_del(d, seg);
+    empty_del(d, seg);
     ca_seg_remove(d, seg);
     seg->pool->nsegs--;
     d->st.reserved_bytes -= seg->size;
@@ -325,7 +325,7 @@ ca_block *ca_block_free(ca_device *d, ca_block *b)
     ca_segment *seg = b->seg;
     ca_bins *bins = ca_pool_bins(seg->pool, seg->small);
     /* Freed once: a block already free, or with no memory behind it, is never freed again. */
-    ca_assert(b->state == BLOCK_ALLOC || b->state == BLOCK_PENDING || b->state == BLOCK_FAST);
+    ca_assert(b->state == BLOCK_ALLOC || b->state == BLOCK_PENDING || b->state == BLOCK_EXACT);
     ca_assert(b->prev ? b->prev->addr + b->prev->size == b->addr : b->addr == seg->base);
     ca_assert(b->next ? b->addr + b->size == b->next->addr : b->addr + b->size == seg->base + seg->size);
     b->state = BLOCK_FREE;
@@ -343,7 +343,7 @@ ca_block *ca_block_free(ca_device *d, ca_block *b)
     ca_bins_insert(bins, b);
     /* An expandable segment never goes back whole: its pages are unmapped instead. */
     if (!b->prev && !b->next && !seg->expandable)
-        whole_add(d, seg);
+        empty_add(d, seg);
     return b;
 }
 
@@ -351,7 +351,7 @@ void ca_block_unfree(ca_device *d, ca_block *b)
 {
     ca_segment *seg = b->seg;
     ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);
-    whole_del(d, seg);
+    empty_del(d, seg);
     d->st.cached_bytes -= b->size;
 }
 
@@ -397,11 +397,11 @@ ca_block *ca_block_take(ca_arena *a, ca_device *d, ca_block *b, size_t rounded)
 
 void ca_pool_consolidate(ca_device *d, ca_pool *p)
 {
-    for (uint32_t c = 0; p->nfast > 0 && c < CA_BIN_COUNT; c++) {
-        while (p->fast[c]) {
-            ca_block *b = p->fast[c];
-            p->fast[c] = b->lnext;
-            p->nfast--;
+    for (uint32_t c = 0; p->nexact > 0 && c < CA_BIN_COUNT; c++) {
+        while (p->exact[c]) {
+            ca_block *b = p->exact[c];
+            p->exact[c] = b->lnext;
+            p->nexact--;
             b->lnext = NULL;
             d->st.cached_bytes -= b->size; /* ca_block_free counts it again */
             ca_block_free(d, b);

@@ -1,6 +1,6 @@
 /* Giving the free pages of expandable segments back: carved out of their free blocks under the
  * lock, unmapped with it dropped (after a device synchronization unless the program's own one
- * proved them idle), then holes again. arena_expand.c has the ranges and their growth. */
+ * proved them idle), then holes again. arena/expand.c has the ranges and their growth. */
 #include <stdlib.h>
 
 #include "arena/internal.h"
@@ -12,13 +12,13 @@ static void hole_add(ca_device *d, ca_block *b)
     ca_segment *s = b->seg;
     b->state = BLOCK_UNMAPPED;
     if (b->next && b->next->state == BLOCK_UNMAPPED) {
-        ca_hole_unlink(s, b->next);
+        ca_unmapped_unlink(s, b->next);
         ca_block_merge(d, b, b->next);
     }
     if (b->prev && b->prev->state == BLOCK_UNMAPPED)
         ca_block_merge(d, b->prev, b);
     else
-        ca_hole_link(s, b);
+        ca_unmapped_link(s, b);
 }
 
 /* The pages wholly inside free block b, [lo, hi), carved out of it: the rest of b stays free.

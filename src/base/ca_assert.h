@@ -5,7 +5,7 @@
  *   ca_assert            cheap, O(1): checked where the work is done (a block split, merged,
  *                        freed or taken; a bin's insert and remove; a live-map insert; a
  *                        thread cache's keep and reissue), on every call.
- *   ca_assert_expensive  O(blocks): the whole-device walk (arena_check.c), run where it is
+ *   ca_assert_expensive  O(blocks): the whole-device walk (arena/check.c), run where it is
  *                        asked for. CA_ASSERT_EXPENSIVE (0 or 1) guards the code that only
  *                        such checks need.
  *

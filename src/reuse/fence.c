@@ -49,7 +49,7 @@ bool ca_reuse_pend(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, unsign
      * capture, once the synchronization owed proved it idle. */
     if (a->cfg.pool == CA_POOL_NONE)
         d->reuse.sync_owed = true;
-    /* A stream the arena was never told about ends the single-stream fast path here too. */
+    /* A stream the arena was never told about ends the single-stream mode here too. */
     if (api == CA_API_ASYNC)
         ca_reuse_stream_used(a, d, s);
     b->free_seq = ++d->reuse.free_seq;

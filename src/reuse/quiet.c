@@ -4,7 +4,7 @@
  * synchronization, and in global mode every allocation, free, query and synchronization from
  * any thread. So while one is under way the arena makes none: it serves blocks that are
  * certainly reusable (free in the pool, or a whole segment known safe), refuses the rest, and
- * keeps what needs the device (a fence, the switch away from the single-stream fast path, the
+ * keeps what needs the device (a fence, the switch away from the single-stream mode, the
  * watch of a destroyed stream) for later, as PyTorch defers its events until no capture is
  * under way. Every backend call is made under a device lock or inside a counted unlocked
  * window, and the checks read `quiet` after taking the lock; ca_quiet_begin takes each lock
@@ -30,7 +30,7 @@ void ca_quiet_end(ca_arena *a)
     __atomic_sub_fetch(&a->quiet, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The synchronization owed since the quiet: before it, blocks freed on the fast path may still
+/* The synchronization owed since the quiet: before it, blocks freed in single-stream mode may still
  * be in use, and fences recorded after a stream's unwatched destruction prove nothing. */
 static void settle(ca_arena *a, ca_device *d)
 {
@@ -42,7 +42,7 @@ static void settle(ca_arena *a, ca_device *d)
     ca_reuse_wait_device(a, d);
     if (a->cfg.pool == CA_POOL_NONE) { /* frees made quietly kept their segments */
         int n;
-        ca_segment **list = ca_collect_whole(a, d, true, UINT64_MAX, &n);
+        ca_segment **list = ca_collect_empty(a, d, true, UINT64_MAX, &n);
         d->st.driver_free_calls += (uint64_t)n;
         ca_window_begin(d);
         ca_release_list(a, d, list, n);
@@ -51,7 +51,7 @@ static void settle(ca_arena *a, ca_device *d)
 }
 
 /* Not quiet: pays what is owed and returns false. Quiet: true where d cannot serve without the
- * device (not ready, or its fast path ended unsynchronized). */
+ * device (not ready, or its single-stream mode ended unsynchronized). */
 bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d)
 {
     if (!ca_quiet(a)) {

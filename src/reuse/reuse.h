@@ -12,7 +12,7 @@
  * Layering (suite structure checks it): the module is below arena.c and above the lock, the
  * map and the bins; within it window.c is lowest, then events.c, fence.c, and wait.c,
  * streams.c and quiet.c on top. This header comes before the arena's structures
- * (arena_internal.h embeds a ca_reuse in each device), so it names them only through pointers
+ * (arena/internal.h embeds a ca_reuse in each device), so it names them only through pointers
  * and its inline predicates read the contract's own state. */
 #ifndef CACHEALLOC_REUSE_H
 #define CACHEALLOC_REUSE_H
@@ -46,7 +46,7 @@ typedef struct ca_dying {
  * device-wide sequence (free_seq), and a block keeps the number of its last free: what has
  * completed is said in those numbers. All under the device lock, but for the futex words. */
 typedef struct ca_reuse {
-    bool fenced;              /* left the single-stream fast path            */
+    bool fenced;              /* left the single-stream mode            */
     uint32_t switching;       /* a device synchronization that stops allocations runs: the
                                * mode switch, or a starved allocation's (a futex word) */
     uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
@@ -65,7 +65,7 @@ typedef struct ca_reuse {
     int ndying, cap_dying;
     uint64_t dying_stamp;
     bool sync_owed;           /* work done quietly needs a device synchronization (the
-                               * fast path's end, a stream destroyed unwatched) before
+                               * single-stream mode's end, a stream destroyed unwatched) before
                                * fences and pools are trusted again: reuse/quiet.c */
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
@@ -73,7 +73,7 @@ typedef struct ca_reuse {
 
 /* Inline predicates on the contract's own state, for the paths that ask at every call. */
 
-/* Whether plain frees wait for fences: the device left its single-stream fast path, and the
+/* Whether plain frees wait for fences: the device left its single-stream mode, and the
  * program did not opt out of the contract (CACHEALLOC_REUSE=stream). */
 static inline bool ca_reuse_fencing(const ca_reuse *r, const ca_config *cfg)
 {
@@ -93,7 +93,7 @@ static inline bool ca_reuse_switching(const ca_reuse *r)
     return __atomic_load_n(&r->switching, __ATOMIC_RELAXED) != 0;
 }
 
-/* Whether the device's fast path ended during a capture: its switch waits for the capture. */
+/* Whether the device's single-stream mode ended during a capture: its switch waits for it. */
 static inline bool ca_reuse_switch_owed(const ca_reuse *r)
 {
     return r->sync_owed && !r->fenced;
@@ -143,11 +143,11 @@ void ca_window_forget(ca_device *d);
 void ca_reuse_wait_switch(ca_device *d);
 /* Synchronize the device in a window (alone: the device's other allocations wait); its rc. */
 int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone);
-/* Leave the single-stream fast path: one device synchronization, owed instead when quiet. */
+/* Leave the single-stream mode: one device synchronization, owed instead when quiet. */
 void ca_reuse_switch(ca_arena *a, ca_device *d);
-/* A stream beside the default ones exists on d: the fast path ends (ca_reuse_switch). */
+/* A stream beside the default ones exists on d: single-stream mode ends (ca_reuse_switch). */
 void ca_reuse_other_stream(ca_arena *a, ca_device *d);
-/* A stream-ordered call named s: any stream but the legacy one ends the fast path. */
+/* A stream-ordered call named s: any stream but the legacy one ends single-stream mode. */
 void ca_reuse_stream_used(ca_arena *a, ca_device *d, ca_stream_t s);
 
 /* reuse/events.c: event handles, and each stream-ordered pool's event in flight. */

@@ -1,5 +1,5 @@
 /* Unlocked windows: a thread drops its device's lock around a blocking device call, and the
- * one switch of a device from its single-stream fast path to fences, which stops allocations
+ * one switch of a device from its single-stream mode to fences, which stops allocations
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
 #include "arena/internal.h"

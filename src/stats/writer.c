@@ -1,6 +1,6 @@
 /* The statistics writer: creates /cachealloc.<uid>.<pid>, publishes the source's counters into
  * it under per-record seqlocks, and runs the monitor thread (heartbeat, periodic snapshots,
- * reclaim requests from readers). Layout and protocol: stats_abi.h and docs/stats.md. */
+ * reclaim requests from readers). Layout and protocol: stats/abi.h and docs/stats.md. */
 #include "stats/writer.h"
 
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "stats/abi.h"
 
 _Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
-               "stats_abi.h fields and ca_dev_stats differ");
+               "stats/abi.h fields and ca_dev_stats differ");
 
 #define MONITOR_PERIOD_NS 250000000L
 #define STOP_WAIT_S 1 /* how long exit waits for a reclaim in flight */

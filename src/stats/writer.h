@@ -1,4 +1,4 @@
-/* The statistics writer: this process's shared-memory segment (stats_abi.h) and the monitor
+/* The statistics writer: this process's shared-memory segment (stats/abi.h) and the monitor
  * thread that keeps it current and serves reclaim requests. Part of the arena library. */
 #ifndef CACHEALLOC_STATS_WRITER_H
 #define CACHEALLOC_STATS_WRITER_H

@@ -1,11 +1,11 @@
-/* The inline half of the thread caches (arena_tcache.h): a hit served in the caller's own
- * function. The shim's fast lane includes this header, so that a cache-hit allocation or free
+/* The inline half of the thread caches (tcache/tcache.h): a hit served in the caller's own
+ * function. The shim's lane includes this header, so that a cache-hit allocation or free
  * makes no call into the arena at all; everything else goes through ca_malloc and ca_free.
  *
  * A hit reads and writes only the calling thread's cache, under the cache's own lock (tried,
  * never waited for: held by a collection, the call misses), and the device's stream flags. */
-#ifndef CACHEALLOC_ARENA_HIT_H
-#define CACHEALLOC_ARENA_HIT_H
+#ifndef CACHEALLOC_TCACHE_HIT_H
+#define CACHEALLOC_TCACHE_HIT_H
 
 #include "tcache/tcache.h"
 #include "base/ca_assert.h"
@@ -60,7 +60,7 @@ CA_INLINE ca_tcache *ca_tc_mine(const ca_arena *a)
 }
 
 /* A cache's lock: its thread only ever tries it (held: that call misses, or spills nothing),
- * and whoever collects or sums the caches spins on it (arena_tcache.c). So giving it back is
+ * and whoever collects or sums the caches spins on it (tcache/tcache.c). So giving it back is
  * one store, with nobody asleep to wake. */
 CA_INLINE bool ca_tc_try(ca_tcache *tc)
 {

@@ -1,4 +1,4 @@
-/* Thread caches (arena_tcache.h). Each cache has its own lock, taken by its thread on every
+/* Thread caches (tcache/tcache.h). Each cache has its own lock, taken by its thread on every
  * call (never contended but by a collection) and by whoever collects or sums the caches; the
  * registry of caches has a mutex, taken only when a thread makes its cache, exits, or when the
  * caches are collected or summed. Lock order: registry, then a cache, then (never while holding
@@ -98,8 +98,8 @@ static void retire(ca_tcache *tc, uint64_t serial)
         return;
     ca_tc_entry kept[CA_TC_KEPT];
     int n = take_kept(tc, -1, kept, 0); /* no lock: nobody else can reach tc any more */
-    if (n > 0 && tc->arena->tc_flush)
-        tc->arena->tc_flush(tc->arena, kept, n);
+    if (n > 0 && tc->arena->return_kept_list)
+        tc->arena->return_kept_list(tc->arena, kept, n);
     free(tc);
 }
 
@@ -264,7 +264,7 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
     return rc;
 }
 
-void ca_tc_evicted(ca_arena *a, ca_tc_entry *out)
+void ca_tc_return_evicted(ca_arena *a, ca_tc_entry *out)
 {
     *out = ca_tc_mine(a)->evicted; /* its thread's alone: no lock */
 }
@@ -288,7 +288,7 @@ static int take_kept(ca_tcache *tc, int dev, ca_tc_entry *out, int n)
     return n;
 }
 
-int ca_tc_collect(ca_arena *a, int dev, ca_tc_entry **out)
+int ca_tc_return_all(ca_arena *a, int dev, ca_tc_entry **out)
 {
     *out = NULL;
     pthread_mutex_lock(&registry_lock);

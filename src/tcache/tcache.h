@@ -6,9 +6,9 @@
  * the ladder and the fences need not know about thread caches; the statistics move what the
  * threads keep from allocated to cached (ca_tc_adjust_stats). This module never calls the
  * pools: blocks that must go back are handed to the caller, or at a thread's exit to the
- * arena's tc_flush callback. */
-#ifndef CACHEALLOC_ARENA_TCACHE_H
-#define CACHEALLOC_ARENA_TCACHE_H
+ * arena's return_kept_list callback. */
+#ifndef CACHEALLOC_TCACHE_H
+#define CACHEALLOC_TCACHE_H
 
 #include "arena/heads.h"
 
@@ -67,17 +67,17 @@ enum { CA_TC_NOT_KEPT = 0, CA_TC_KEPT_ONE = 1, CA_TC_KEPT_EVICTING = 2 };
 
 /* Keep a block the calling thread allocated and now frees with the same API (and stream, for
  * the stream-ordered API). CA_TC_KEPT_EVICTING: the oldest kept block was pushed out; the
- * caller must take it with ca_tc_evicted and free it through the pools. *dev_out (may be
+ * caller must take it with ca_tc_return_evicted and free it through the pools. *dev_out (may be
  * NULL) gets the block's device. */
 int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out);
 
 /* The block the calling thread's last ca_tc_keep pushed out. */
-void ca_tc_evicted(ca_arena *a, ca_tc_entry *out);
+void ca_tc_return_evicted(ca_arena *a, ca_tc_entry *out);
 
 /* Take every block the threads keep on device dev (dev < 0: all devices) out of their caches,
  * for the caller to free through the pools. Returns how many; *out is malloc'd (NULL when
  * none, or when memory is short: then nothing is taken). */
-int ca_tc_collect(ca_arena *a, int dev, ca_tc_entry **out);
+int ca_tc_return_all(ca_arena *a, int dev, ca_tc_entry **out);
 
 /* Forget every kept and issued block of device dev (dev < 0: all) without freeing them: the
  * device was reset, or the process forked. */
@@ -89,7 +89,7 @@ void ca_tc_adjust_stats(ca_arena *a, int dev, ca_dev_stats *st);
 
 /* Assertion builds (ca_assert.h): stops the process unless e's block is the one the pools
  * issued: allocated in the books of e's device, at e's address, large enough for e's request
- * and small enough to be kept. A keep and a reissue check it (arena_hit.h); the inline hit
+ * and small enough to be kept. A keep and a reissue check it (tcache/hit.h); the inline hit
  * reaches the block's private fields only through this call, and only in these builds. */
 #ifdef CA_DEBUG
 void ca_tc_check_block(const ca_tc_entry *e);

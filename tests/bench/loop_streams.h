@@ -1,5 +1,5 @@
 /* The streams bench_loop creates beside its allocation loops: idle ones, which only switch the
- * cache from the single-stream fast path to fences, and busy ones, each kept fed with host
+ * cache from the single-stream mode to fences, and busy ones, each kept fed with host
  * functions that sleep (device work in flight that costs the host no CPU). */
 #ifndef LOOP_STREAMS_H
 #define LOOP_STREAMS_H

@@ -179,7 +179,7 @@ static int device_full_after_export(void)
     CHECK(gpuFree(y));
     CHECK(gpuFree(a));
     CHECK(gpuFree(b));
-    puts("ipc: a block freed after the export made room for a dedicated allocation");
+    puts("ipc: a block freed after the export made room for a passthrough allocation");
     return 0;
 }
 

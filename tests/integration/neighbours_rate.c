@@ -239,7 +239,7 @@ int main(void)
                modes[m], cpu, lost);
         worst = cpu > worst ? cpu : worst;
     }
-    /* At most one reclaim every 10 ms (stats_writer.c), whoever asks. */
+    /* At most one reclaim every 10 ms (stats/writer.c), whoever asks. */
     bool limited = answer_rate <= 110;
     printf("the raw asker had %.0f answers a second (at most 100 expected)\n", answer_rate);
     printf("the neighbour's live block kept its contents: %s\n", kept ? "yes" : "no");

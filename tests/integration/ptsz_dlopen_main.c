@@ -1,8 +1,8 @@
 /* ptsz_plain_own.c's race, where only a library loaded later is built for per-thread default
- * streams: the main thread allocates and frees until its calls take the shim's fast lane
+ * streams: the main thread allocates and frees until its calls take the shim's lane
  * (docs/shim.md), then loads the library (argv[1]), whose thread A writes x on its own stream
  * behind a gate. The main thread frees x and allocates the same size, writing the new block on
- * its own per-thread stream, unordered with A's. The load must end the fast lane: the shim
+ * its own per-thread stream, unordered with A's. The load must end the lane: the shim
  * scans the loaded objects again and stops taking the thread's frees back at once. Finding
  * such code synchronizes the device once (docs/arena.md), which waits for A's gate: a helper
  * thread opens it after a while, whether the main thread waits or not. */

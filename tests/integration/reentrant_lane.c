@@ -1,5 +1,5 @@
 /* A runtime that reaches one of the entry points the cache serves from inside one of the
- * cache's own calls must get the real function, even when the calling thread's fast lane would
+ * cache's own calls must get the real function, even when the calling thread's lane would
  * serve that call. Run with SIMDEV_HIP_REENTRANT=2: the HIP stand-in's hipMalloc calls its own
  * exported hipMallocAsync on the null stream. The thread's lane is armed for that stream by
  * stream-ordered pairs of one segment's size; a plain allocation then grows the cache, and the

@@ -6,7 +6,7 @@
  * run prints what was tried, served and refused.
  *
  * The promise checked: a request is served whenever its size fits what the device has free
- * plus what the processes can give back (their wholly free segments and free mappings, what a
+ * plus what the processes can give back (their empty segments and free mappings, what a
  * neighbour's reclaim returns). What "fits" means at request time, and how it is judged:
  *   - Every process keeps a ledger of its live blocks (address, size) in memory the processes
  *     share. What a process holds that it cannot give back is the pages its live blocks touch

@@ -1,4 +1,4 @@
-/* The inline hit of a thread cache (src/tcache/hit.h), as the shim's fast lane calls it: it
+/* The inline hit of a thread cache (src/tcache/hit.h), as the shim's lane calls it: it
  * serves only the calling thread's newest kept block of the same size, device, API and
  * stream; it keeps only a live block the thread was handed itself, of the caller's device,
  * while there is room; everything else is left to ca_malloc and ca_free. */

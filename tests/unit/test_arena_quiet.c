@@ -111,7 +111,7 @@ static void test_owed_synchronization(void **state)
 
     ca_quiet_begin(A);
     uint64_t before = calls();
-    ca_stream_created(A, 0, S1, 1); /* ends the fast path: a synchronization is owed */
+    ca_stream_created(A, 0, S1, 1); /* ends single-stream mode: a synchronization is owed */
     void *p;
     assert_int_equal(try_alloc(4 * KiB, NULL, CA_API_PLAIN, &p), CA_ERR_BACKEND);
     assert_int_equal(try_alloc(4 * KiB, S1, CA_API_ASYNC, &p), CA_ERR_BACKEND);

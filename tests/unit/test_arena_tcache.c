@@ -396,9 +396,9 @@ static void test_late_destructor_leaves_no_cache(void **state)
     assert_int_equal(pthread_create(&t, NULL, pairs_then_late, f), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
     ca_tc_entry *list;
-    int n = ca_tc_collect(f->a, -1, &list);
+    int n = ca_tc_return_all(f->a, -1, &list);
     if (n > 0) {
-        f->a->tc_flush(f->a, list, n);
+        f->a->return_kept_list(f->a, list, n);
         free(list);
     }
     pthread_key_delete(late_key);

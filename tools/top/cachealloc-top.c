@@ -1,5 +1,5 @@
 /* cachealloc-top: live statistics of every process that runs with libcachealloc.so.
- * Reads the segments described by stats_abi.h; never links the arena. */
+ * Reads the segments described by stats/abi.h; never links the arena. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
