@@ -571,7 +571,6 @@ static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
     return gen;
 }
 
-
 /* ca_malloc past the thread's cache: the pools, under the device lock (spill: the blocks the
  * thread kept on dev, back to them first). Out of line, so that a hit in the thread's cache
  * saves no registers and sets up no stack. */
