@@ -11,7 +11,6 @@
 #include "tcache/tcache.h"
 #include "backend.h"
 #include "capture.h"
-#include "cuda/ctx.h"
 #include "lane.h"
 #include "arena/leak.h"
 #include "loader.h"
@@ -53,7 +52,6 @@ static void after_fork_child(void)
     }
     ca_streams_after_fork();
     ca_capture_after_fork();
-    ca_drv_slots_after_fork();
     ca_trace_after_fork_child(trace);
     ca_stats_source_after_fork();
     ca_neighbours_after_fork();

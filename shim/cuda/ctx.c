@@ -49,10 +49,20 @@ int ca_drv_slot_of(void *ctx)
     return -1;
 }
 
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child starts with no slot: the parent's contexts are not its own. Registered at the
+ * first claim, since until then no slot holds anything to forget. */
+static void reset_at_fork(void)
+{
+    pthread_atfork(NULL, NULL, ca_drv_slots_after_fork);
+}
+
 /* A slot for the current context ctx, first met now: its device's ordinal when it is that
  * device's primary context and the ordinal is free, else the highest free slot. */
 static int claim(void *ctx)
 {
+    pthread_once(&fork_once, reset_at_fork);
     const ca_drv_fns *f = ca_drv_fns_get();
     int dev = -1;
     if (f != NULL && (f->ctx_get_device(&dev) != 0 || ca_drv_primary_of(dev) != ctx))

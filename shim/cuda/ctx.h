@@ -32,7 +32,8 @@ int ca_drv_primary_slot(int dev);
 /* The context of slot is gone (destroyed): its number may name another one later. */
 void ca_drv_slot_drop(int slot);
 
-/* In a forked child: the parent's contexts are not the child's. */
+/* In a forked child: the parent's contexts are not the child's (registered with pthread_atfork
+ * at the first slot claimed). */
 void ca_drv_slots_after_fork(void);
 
 #endif
