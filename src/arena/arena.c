@@ -52,6 +52,7 @@ static ca_device *device_new(int id)
     d->id = id;
     d->plain.plain = true;
     d->plain.stream = CA_STREAM_LEGACY;
+    ca_price_init(&d->reuse.price);
     return d;
 }
 

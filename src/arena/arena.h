@@ -95,8 +95,11 @@ typedef enum ca_reuse_kind {
 } ca_reuse_kind;
 /* How plain frees are known to be past the device (docs/arena.md, "Pending memory"): EVENTS
  * records fences and waits for the oldest that covers a request; DEVICE records none and, when
- * pending memory must be waited for, synchronizes the device once for every pending block. */
-typedef enum ca_fences_kind { CA_FENCES_EVENTS = 0, CA_FENCES_DEVICE = 1 } ca_fences_kind;
+ * pending memory must be waited for, synchronizes the device once for every pending block;
+ * AUTO measures what each of the two costs on the device and takes the cheaper (reuse/price.c). */
+typedef enum ca_fences_kind {
+    CA_FENCES_EVENTS = 0, CA_FENCES_DEVICE = 1, CA_FENCES_AUTO = 2
+} ca_fences_kind;
 
 /* One allocation or segment event, for the timeline (CACHEALLOC_TRACE) and leak reports. */
 typedef enum ca_trace_kind {

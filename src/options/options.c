@@ -40,7 +40,8 @@ static const opt_choice reuse_words[] = {
     {"auto", CA_REUSE_AUTO}, {"safe", CA_REUSE_SAFE}, {"sync", CA_REUSE_SYNC},
     {"stream", CA_REUSE_STREAM}, {NULL, 0}};
 static const opt_choice fences_words[] = {
-    {"device", CA_FENCES_DEVICE}, {"events", CA_FENCES_EVENTS}, {NULL, 0}};
+    {"auto", CA_FENCES_AUTO}, {"device", CA_FENCES_DEVICE}, {"events", CA_FENCES_EVENTS},
+    {NULL, 0}};
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
@@ -69,8 +70,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_POOL] = {PREFIX "POOL", "pool", K_CHOICE, pool_words, 0, "split, binned, none", "split"},
     [OPT_REUSE] = {PREFIX "REUSE", "reuse", K_CHOICE, reuse_words, 0, "auto, safe, sync, stream",
                    "auto"},
-    [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0, "device, events",
-                    "device"},
+    [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0,
+                    "auto, device, events", "auto"},
     [OPT_LIMIT] = {PREFIX "LIMIT", "limit", K_SIZE_PCT, NULL, 0,
                    SIZE_ACCEPTED " or 1%..100%", "no limit"},
     [OPT_RELEASE] = {PREFIX "RELEASE_THRESHOLD", "release_threshold", K_SIZE_PCT, NULL, 0,
@@ -171,7 +172,7 @@ void ca_options_defaults(ca_options *o) {
     memset(o, 0, sizeof *o);
     o->pool = CA_POOL_SPLIT;
     o->reuse = CA_REUSE_AUTO;
-    o->fences = CA_FENCES_DEVICE;
+    o->fences = CA_FENCES_AUTO;
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
     o->expandable = CA_EXPANDABLE_AUTO;

@@ -23,7 +23,7 @@ typedef enum ca_leak_mode { CA_LEAK_OFF = 0, CA_LEAK_ON = 1, CA_LEAK_STACKS = 2 
 typedef struct ca_options {
     ca_pool_kind pool;          /* CACHEALLOC_POOL=split|binned|none        (split)   */
     int reuse;                  /* CACHEALLOC_REUSE=auto|safe|sync|stream   (auto)    */
-    ca_fences_kind fences;      /* CACHEALLOC_FENCES=device|events          (device)  */
+    ca_fences_kind fences;      /* CACHEALLOC_FENCES=auto|device|events     (auto)    */
     uint64_t limit_bytes;       /* CACHEALLOC_LIMIT=size or N%              (none: 0) */
     unsigned limit_percent;     /*   set instead of limit_bytes for "N%"              */
     uint64_t release_threshold; /* CACHEALLOC_RELEASE_THRESHOLD=size or N%  (UINT64_MAX: keep all) */

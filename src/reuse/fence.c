@@ -88,7 +88,8 @@ void ca_reuse_pool_retired(ca_arena *a, ca_device *d, ca_pool *p)
 static void release_pending(ca_device *d, uint64_t seq)
 {
     ca_reuse *r = &d->reuse;
-    while (r->pend_head && r->pend_head->free_seq <= seq) {
+    uint32_t n = 0;
+    for (; r->pend_head && r->pend_head->free_seq <= seq; n++) {
         ca_block *b = r->pend_head;
         r->pend_head = b->lnext;
         if (r->pend_head)
@@ -101,6 +102,8 @@ static void release_pending(ca_device *d, uint64_t seq)
         ca_reuse_stamp_fresh(&b->free_seq); /* its fence completed */
         ca_block_free(d, b);
     }
+    if (n)
+        ca_price_released(&r->price, n);
 }
 
 static uint64_t fenced_upto(const ca_reuse *r)
@@ -141,7 +144,8 @@ bool ca_reuse_fence(ca_arena *a, ca_device *d)
     if (!ca_reuse_fencing(r, &a->cfg))
         return true;
     /* CACHEALLOC_FENCES=device records none: pending blocks wait for a device synchronization. */
-    if (a->cfg.fences != CA_FENCES_EVENTS || ca_reuse_hushed(r, ca_quiet(a)) || r->streams_lost)
+    if (ca_reuse_way(&a->cfg, r) != CA_FENCES_EVENTS || ca_reuse_hushed(r, ca_quiet(a)) ||
+        r->streams_lost)
         return false;
     if (!r->pend_tail || r->unfenced_max_seq <= fenced_upto(r) ||
         r->unfenced_max_seq <= r->synced_seq)
@@ -153,7 +157,10 @@ bool ca_reuse_fence(ca_arena *a, ca_device *d)
     f->max_seq = r->unfenced_max_seq;
     f->dying_upto = r->dying_stamp;
     f->nev = 0;
-    if (!fence_events(a, d, f)) {
+    uint64_t t0 = ca_reuse_clock(&a->cfg);
+    bool made = fence_events(a, d, f);
+    ca_reuse_charge(&a->cfg, r, t0);
+    if (!made) {
         free(f);
         return false;
     }
@@ -202,12 +209,11 @@ static void fence_pop(ca_device *d)
     free(f);
 }
 
-bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
+/* Fences complete in order: the first incomplete one ends the poll. */
+static bool poll_in_order(ca_arena *a, ca_device *d)
 {
     ca_reuse *r = &d->reuse;
     bool any = false;
-    if (ca_reuse_hushed(r, ca_quiet(a)))
-        return false;
     while (r->fence_head) {
         ca_fence *f = r->fence_head;
         if (!dying_done(a, d, f->dying_upto))
@@ -221,6 +227,17 @@ bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
         fence_pop(d);
         any = true;
     }
+    return any;
+}
+
+bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
+{
+    ca_reuse *r = &d->reuse;
+    if (ca_reuse_hushed(r, ca_quiet(a)) || !r->fence_head)
+        return false;
+    uint64_t t0 = ca_reuse_clock(&a->cfg);
+    bool any = poll_in_order(a, d);
+    ca_reuse_charge(&a->cfg, r, t0);
     return any;
 }
 

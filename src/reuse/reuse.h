@@ -10,8 +10,8 @@
  * device is synchronized (ca_reuse_sync).
  *
  * Layering (suite structure checks it): the module is below arena.c and above the lock, the
- * map and the bins; within it window.c is lowest, then events.c, fence.c, and wait.c,
- * streams.c and quiet.c on top. This header comes before the arena's structures
+ * map and the bins; within it price.c is lowest (it calls nothing), then window.c, events.c,
+ * fence.c, and wait.c, streams.c and quiet.c on top. This header comes before the arena's structures
  * (arena/internal.h embeds a ca_reuse in each device), so it names them only through pointers
  * and its inline predicates read the contract's own state. */
 #ifndef CACHEALLOC_REUSE_H
@@ -22,6 +22,7 @@
 
 #include "arena/arena.h"
 #include "arena/heads.h"
+#include "base/clock.h"
 
 typedef struct ca_pool ca_pool;
 typedef struct ca_segment ca_segment;
@@ -41,6 +42,22 @@ typedef struct ca_dying {
     uint64_t stamp;           /* order of destruction: what a device sync covers */
     bool done;
 } ca_dying;
+
+/* What the two ways of knowing that plain frees are past the device (CACHEALLOC_FENCES=device
+ * and events) have cost on this device, for the learned policy (auto, reuse/price.c). Time is
+ * charged to the way in force, in epochs of released blocks; each way keeps its cost per
+ * block it made reusable, and the losing way is tried again now and then, less often while it
+ * keeps losing. */
+typedef struct ca_reuse_price {
+    uint8_t way;              /* CA_FENCES_DEVICE or CA_FENCES_EVENTS: the way in force  */
+    bool trying;              /* this epoch tries the way that lost                     */
+    uint32_t released;        /* pending blocks made reusable in this epoch             */
+    uint64_t spent_ns;        /* what the way in force spent in this epoch              */
+    uint64_t per_block_ns[2]; /* learned cost per block made reusable, by way; 0: unknown */
+    uint32_t since_try;       /* epochs since the losing way was last tried             */
+    uint32_t try_every;       /* epochs between its tries: doubles while it keeps losing */
+    uint64_t epochs;          /* epochs ended (the statistics and the tests read it)    */
+} ca_reuse_price;
 
 /* A device's side of the contract. Every free on the device takes the next number of a
  * device-wide sequence (free_seq), and a block keeps the number of its last free: what has
@@ -69,6 +86,7 @@ typedef struct ca_reuse {
                                * fences and pools are trusted again: reuse/quiet.c */
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
+    ca_reuse_price price;     /* what waiting has cost each way (CACHEALLOC_FENCES=auto) */
 } ca_reuse;
 
 /* Inline predicates on the contract's own state, for the paths that ask at every call. */
@@ -129,6 +147,36 @@ static inline void ca_reuse_stamp_merge(uint64_t *into, uint64_t from)
 
 /* The verbs. Under the device lock unless said otherwise; those that wait drop it meanwhile
  * (an unlocked window), so whatever the caller found before may have changed after. */
+
+/* reuse/price.c: the learned policy. Pure functions of a ca_reuse_price, below the rest of the
+ * module (it calls nothing of the arena), so that the decision is tested with injected prices. */
+/* A price list that knows nothing yet: the device way in force, the events way to be tried. */
+void ca_price_init(ca_reuse_price *p);
+/* The way in force charged ns of host time (recording, polling, waiting, synchronizing). */
+void ca_price_spent(ca_reuse_price *p, uint64_t ns);
+/* n pending blocks were made reusable; may end the epoch and change the way in force. */
+void ca_price_released(ca_reuse_price *p, uint32_t n);
+/* The cheaper of the two ways, given what each cost a block (0: unknown) and the way in force. */
+ca_fences_kind ca_price_cheaper(const uint64_t per_block_ns[2], ca_fences_kind in_force);
+
+/* The way d knows plain frees are past the device now: the configured one, or the learned one. */
+static inline ca_fences_kind ca_reuse_way(const ca_config *cfg, const ca_reuse *r)
+{
+    return cfg->fences == CA_FENCES_AUTO ? (ca_fences_kind)r->price.way : cfg->fences;
+}
+
+/* The clock for ca_reuse_charge: read only when the policy learns (0 otherwise). */
+static inline uint64_t ca_reuse_clock(const ca_config *cfg)
+{
+    return cfg->fences == CA_FENCES_AUTO ? ca_now_ns() : 0;
+}
+
+/* The way in force spent the host time since t0 (from ca_reuse_clock). */
+static inline void ca_reuse_charge(const ca_config *cfg, ca_reuse *r, uint64_t t0)
+{
+    if (cfg->fences == CA_FENCES_AUTO)
+        ca_price_spent(&r->price, ca_now_ns() - t0);
+}
 
 /* reuse/window.c: unlocked windows and the switch to fences. */
 /* Drop the lock around a blocking backend call; a device reset waits for every open window. */

@@ -15,6 +15,16 @@
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
 
+/* The host time since t0 went into a wait of the cache's own (a device synchronization, or
+ * events): counted for the statistics, and charged to the way in force. */
+static void waited(ca_arena *a, ca_device *d, uint64_t t0, bool events)
+{
+    uint64_t ns = ca_now_ns() - t0;
+    (void)events;
+    if (a->cfg.fences == CA_FENCES_AUTO)
+        ca_price_spent(&d->reuse.price, ns);
+}
+
 /* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
  * the frees and the stream destructions made before it began, not those made meanwhile. Alone,
  * the device's other allocations wait until it returned, as they do for the mode switch. */
@@ -24,7 +34,10 @@ static bool wait_device(ca_arena *a, ca_device *d, bool alone)
         return false;
     ca_reuse *r = &d->reuse;
     uint64_t token = r->free_seq, dying = r->dying_stamp;
-    if (ca_reuse_sync(a, d, alone) != CA_OK)
+    uint64_t t0 = ca_now_ns();
+    int rc = ca_reuse_sync(a, d, alone);
+    waited(a, d, t0, false);
+    if (rc != CA_OK)
         return false;
     ca_reuse_synced(d, token);
     for (int i = 0; i < r->ndying; i++)
@@ -78,10 +91,12 @@ bool ca_reuse_wait_all(ca_arena *a, ca_device *d)
         return true;
     }
     int k = events_to_wait(d, evs);
+    uint64_t t0 = ca_now_ns();
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
         a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
     ca_window_end(d);
+    waited(a, d, t0, true);
     free(evs);
     ca_reuse_poll_fences(a, d);
     ca_reuse_poll_pools(a, d);
@@ -166,10 +181,12 @@ static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
     for (int i = 0; i < r->ndying; i++)
         if (!r->dying[i].done && r->dying[i].stamp <= f->dying_upto)
             evs[k++] = r->dying[i].ev;
+    uint64_t t0 = ca_now_ns();
     ca_window_begin(d);
     for (int i = 0; i < k; i++)
         wait_event(a, d, evs[i]);
     ca_window_end(d);
+    waited(a, d, t0, true);
     if (evs != stack)
         free(evs);
     ca_reuse_poll_fences(a, d);
@@ -188,7 +205,7 @@ bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round)
         wait_device(a, d, true);
         return true;
     }
-    if (a->cfg.fences == CA_FENCES_DEVICE) {
+    if (ca_reuse_way(&a->cfg, r) == CA_FENCES_DEVICE) {
         wait_device(a, d, false); /* every pending block at once, no event recorded */
         return true;
     }

@@ -3,9 +3,9 @@
 #   check_loop.sh LOOP PRELOAD
 # Beside a busy stream, the plain runtime makes a driver call per allocation, the reference
 # cache synchronizes the device instead, and the preloaded cache stays within twice the working
-# set plus one segment with no driver allocation after the warm-up, under either fence policy:
-# the default records no event and synchronizes the device, CACHEALLOC_FENCES=events records
-# fences.
+# set plus one segment with no driver allocation after the warm-up, under every fence policy:
+# the default (auto) learns which of the two below costs less, CACHEALLOC_FENCES=device records
+# no event and synchronizes the device, CACHEALLOC_FENCES=events records fences.
 set -u
 loop=$1
 preload=$2
@@ -18,7 +18,9 @@ run plain env -u LD_PRELOAD "$loop" $args --pairs 200
 # shellcheck disable=SC2086
 run sync env -u LD_PRELOAD "$loop" $args --pairs 2000 --sync-cache
 # shellcheck disable=SC2086
-run cache env LD_PRELOAD="$preload" "$loop" $args --pairs 2000
+run cache env -u CACHEALLOC_FENCES LD_PRELOAD="$preload" "$loop" $args --pairs 2000
+# shellcheck disable=SC2086
+run device env CACHEALLOC_FENCES=device LD_PRELOAD="$preload" "$loop" $args --pairs 2000
 # shellcheck disable=SC2086
 run events env CACHEALLOC_FENCES=events LD_PRELOAD="$preload" "$loop" $args --pairs 2000
 [ "$(value mode "$tmp/plain.out")" = plain ] || fail "plain run sees a cache"
@@ -26,16 +28,20 @@ run events env CACHEALLOC_FENCES=events LD_PRELOAD="$preload" "$loop" $args --pa
 [ "$(value driver_mallocs "$tmp/plain.out")" -eq 200 ] || fail "plain: not a driver call per pair"
 [ "$(value driver_mallocs "$tmp/sync.out")" -eq 0 ] || fail "sync: driver calls after warm-up"
 [ "$(value device_syncs "$tmp/sync.out")" -ge 1000 ] || fail "sync: does not synchronize"
-for m in cache events; do
+for m in cache device events; do
     [ "$(value driver_mallocs "$tmp/$m.out")" -eq 0 ] || fail "$m: driver calls after warm-up"
     live=$(value peak_live_bytes "$tmp/$m.out")
     reserved=$(value peak_reserved_bytes "$tmp/$m.out")
     [ "$reserved" -le $((2 * live + 2 * 1048576)) ] ||
         fail "$m: $reserved bytes reserved for $live live"
 done
-[ "$(value events_recorded_per_10k "$tmp/cache.out")" = 0.00 ] ||
-    fail "cache: fences recorded under the default policy"
+[ "$(value events_recorded_per_10k "$tmp/device.out")" = 0.00 ] ||
+    fail "device: fences recorded under the device policy"
+[ "$(value device_syncs "$tmp/device.out")" -ge 1 ] || fail "device: never synchronizes"
+# The learned policy measured both ways: it synchronized, and it tried fences.
 [ "$(value device_syncs "$tmp/cache.out")" -ge 1 ] || fail "cache: never synchronizes"
+[ "$(value events_recorded_per_10k "$tmp/cache.out")" != 0.00 ] ||
+    fail "cache: the learned policy never tried fences"
 [ "$(value events_recorded_per_10k "$tmp/events.out")" != 0.00 ] ||
     fail "events: no fence recorded"
 echo "ok"

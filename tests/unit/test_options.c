@@ -67,7 +67,7 @@ static void test_defaults(void **state) {
     ca_options_defaults(&o);
     assert_int_equal(o.pool, CA_POOL_SPLIT);
     assert_int_equal(o.reuse, CA_REUSE_AUTO); /* each door's: sync for HIP, safe for CUDA */
-    assert_int_equal(o.fences, CA_FENCES_DEVICE);
+    assert_int_equal(o.fences, CA_FENCES_AUTO);
     assert_true(o.limit_bytes == 0);
     assert_int_equal(o.limit_percent, 0);
     assert_true(o.release_threshold == UINT64_MAX);
@@ -151,6 +151,7 @@ static void test_choices(void **state) {
         {"CACHEALLOC_REUSE=Auto", offsetof(ca_options, reuse), CA_REUSE_AUTO},
         {"CACHEALLOC_FENCES=events", offsetof(ca_options, fences), CA_FENCES_EVENTS},
         {"CACHEALLOC_FENCES=Device", offsetof(ca_options, fences), CA_FENCES_DEVICE},
+        {"CACHEALLOC_FENCES=auto", offsetof(ca_options, fences), CA_FENCES_AUTO},
         {"CACHEALLOC_STATS=1", offsetof(ca_options, stats), 1},
         {"CACHEALLOC_STATS=0", offsetof(ca_options, stats), 0},
         {"CACHEALLOC_STATS=false", offsetof(ca_options, stats), 0},
@@ -280,7 +281,7 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_POOL=split ", "(split)");
     expect_one_warning("CACHEALLOC_REUSE=always", "(accepted: auto, safe, sync, stream); using "
                                                   "the default (auto)");
-    expect_one_warning("CACHEALLOC_FENCES=never", "(device)");
+    expect_one_warning("CACHEALLOC_FENCES=never", "(auto)");
     expect_one_warning("CACHEALLOC_LIMIT=-1G", "CACHEALLOC_LIMIT=-1G is negative");
     expect_one_warning("CACHEALLOC_LIMIT=99999999999T",
                        "CACHEALLOC_LIMIT=99999999999T is too large");
