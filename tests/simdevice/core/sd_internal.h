@@ -3,10 +3,13 @@
 #ifndef SD_INTERNAL_H
 #define SD_INTERNAL_H
 
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "sd.h"
 
@@ -43,6 +46,19 @@ struct sd_config {
 extern struct sd_config sd_cfg;
 /* Reads SIMDEV_* once; safe to call any number of times. */
 void sd_config_init(void);
+
+/* Parses v as a number from 0 to hi into *x; false, *x untouched, when it is not one. Inline:
+ * the configuration and the profiles both parse, and sit below sd_util.c, which logs. */
+static inline bool sd_parse_real(const char *v, double hi, double *x)
+{
+    char *end;
+    errno = 0;
+    double y = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(y) || y < 0 || y > hi)
+        return false;
+    *x = y;
+    return true;
+}
 
 /* Price profiles (sd_profiles.c): the price lists SIMDEV_PROFILE names. */
 /* Sets every price of cfg to the profile's value, or to what env_us(variable, that value) reads
@@ -345,8 +361,6 @@ void sd_inject_sync_delay(void);
 
 /* Monotonic time in seconds. */
 double sd_now(void);
-/* Parses v as a number from 0 to hi into *x; false, *x untouched, when it is not one. */
-bool sd_parse_real(const char *v, double hi, double *x);
 /* Busy-waits `us` microseconds, as a driver call costs CPU. */
 void sd_spin_us(double us);
 /* Busy-waits `us` microseconds as a driver call that allocates or maps memory does: one thread

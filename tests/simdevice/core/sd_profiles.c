@@ -166,5 +166,5 @@ void sd_profile_log(const struct sd_config *cfg)
             n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s=%g", prices[i].var,
                                   value_of(cfg, i));
     }
-    fprintf(stderr, "simdevice[%s]: %s\n", sd_flavor(), buf);
+    fprintf(stderr, "simdevice: %s\n", buf);
 }

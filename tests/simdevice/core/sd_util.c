@@ -1,7 +1,5 @@
-/* sd_util.c: time, parsing a number, the busy-wait that models driver cost, verbose logging (with the runtime's
+/* sd_util.c: time, the busy-wait that models driver cost, verbose logging (with the runtime's
  * name), handle sets. */
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +13,6 @@ double sd_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-bool sd_parse_real(const char *v, double hi, double *x)
-{
-    char *end;
-    errno = 0;
-    double y = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(y) || y < 0 || y > hi)
-        return false;
-    *x = y;
-    return true;
 }
 
 void sd_spin_us(double us)
