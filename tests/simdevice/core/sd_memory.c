@@ -98,9 +98,10 @@ int sd_free(void *p)
         sd_log("free(%p): not a live allocation", p);
         return SD_EBADFREE;
     }
+    /* Read before the wait, which lets go of sd_lock: the table may move meanwhile. */
+    double gib = (double)a->size / (double)(1u << 30);
     owner->c.device_syncs++;
     sd_wait_device(owner);
-    double gib = (double)a->size / (double)(1u << 30); /* a is stale once the lock is let go */
     pthread_mutex_unlock(&sd_lock);
     sd_price_floor(t0, sd_cfg.ctx_sync_us);
     sd_inject_sync_delay();
