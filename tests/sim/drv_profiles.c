@@ -95,6 +95,18 @@ static void events_dear(void)
     CU_OK(cuEventDestroy(e));
 }
 
+/* SIMDEV_FREE_US_PER_GIB=2000000 (2 s a GiB, far above the simulator's own cost): cuMemFree of
+ * 32 MiB takes 62.5 ms or more. */
+static void free_size(void)
+{
+    CHECK_PRICE("SIMDEV_FREE_US_PER_GIB", 2000000);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, (size_t)32 << 20));
+    double t0 = now_us();
+    CU_OK(cuMemFree(p));
+    CHECK(now_us() - t0 >= 62500);
+}
+
 /* SIMDEV_PROFILE=events-dear SIMDEV_EVENT_RECORD_US=7 SIMDEV_SYNC_US=2 SIMDEV_VERBOSE=1: the
  * variables win over the list, the list keeps the rest, and the log names both. */
 static void override(void)
@@ -151,7 +163,7 @@ int main(int argc, char **argv)
     static const struct sim_case cases[] = {
         {"provisional", provisional}, {"gpu", gpu}, {"sync_dear", sync_dear},
         {"events_dear", events_dear}, {"override", override}, {"bad_name", bad_name},
-        {"file", file}, {"file_missing", file_missing},
+        {"file", file}, {"file_missing", file_missing}, {"free_size", free_size},
     };
     return sim_run_case("drv_profiles", argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
