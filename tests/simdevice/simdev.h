@@ -62,6 +62,9 @@ struct simdev_shared_slot {
 
 typedef int (*simdev_get_counters_fn)(int device, struct simdev_counters *out);
 typedef const char *(*simdev_identify_fn)(void);
+/* simdev_get_price("SIMDEV_SYNC_US"): the price in force, microseconds, after SIMDEV_PROFILE
+ * and the variable itself; -1 when no price has that name. */
+typedef double (*simdev_get_price_fn)(const char *name);
 
 /* One of the simulator's extras by name, or NULL when not running on it (a real GPU). The HIP
  * stand-in is linked by its programs; the CUDA driver is loaded by the runtime only at its

@@ -261,6 +261,9 @@ void sd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Counters of `device`, or totals when device == -1. 0 on success, -1 on a bad argument. */
 int sd_get_counters(int device, struct simdev_counters *out);
+/* The price in force named by its variable ("SIMDEV_SYNC_US"), microseconds, after
+ * SIMDEV_PROFILE and the variable itself; -1 when no price has that name. */
+double sd_config_price(const char *name);
 
 /* Stream capture and graphs (sd_capture*.c, sd_graph*.c). CUDA and HIP number these codes
  * alike; capture modes and statuses are the driver's enumerators. */

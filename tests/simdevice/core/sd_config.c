@@ -1,8 +1,7 @@
 /* sd_config.c: the SIMDEV_* environment variables. A bad value never stops the program: one line
- * on stderr and the default. */
+ * on stderr and the default. The prices' defaults come from the profile (sd_profiles.c). */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,19 +57,17 @@ static double env_real(const char *name, double def, double hi, const char *acce
                        const char *defs)
 {
     const char *v = env_value(name);
-    if (!v)
-        return def;
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(x) || x < 0 || x > hi) {
+    double x = def;
+    if (v && !sd_parse_real(v, hi, &x))
         bad(name, v, accepted, defs);
-        return def;
-    }
     return x;
 }
 
-static double env_us(const char *name, double def, const char *defs)
+/* A price: the profile gives its default (sd_profiles.c). */
+static double env_us(const char *name, double def)
 {
+    char defs[32];
+    snprintf(defs, sizeof defs, "%g", def);
     return env_real(name, def, 1e9, "microseconds, a number >= 0", defs);
 }
 
@@ -111,23 +108,9 @@ static void cfg_read(void)
     sd_cfg.devices = (int)env_int("SIMDEV_DEVICES", 1, 0, SD_MAX_DEVICES,
                                   "an integer from 0 to 64", "1");
     sd_cfg.memory = env_size("SIMDEV_MEMORY", (size_t)8 << 30, "8G");
-    sd_cfg.malloc_us = env_us("SIMDEV_MALLOC_US", 50, "50");
-    sd_cfg.malloc_us_per_gib = env_us("SIMDEV_MALLOC_US_PER_GIB", 970, "970");
-    sd_cfg.free_us = env_us("SIMDEV_FREE_US", 14, "14");
-    sd_cfg.async_us = env_us("SIMDEV_ASYNC_US", 1, "1");
-    sd_cfg.vmm_reserve_us = env_us("SIMDEV_VMM_RESERVE_US", 19, "19");
-    sd_cfg.vmm_free_us = env_us("SIMDEV_VMM_FREE_US", 10, "10");
-    sd_cfg.vmm_create_us = env_us("SIMDEV_VMM_CREATE_US", 13, "13");
-    sd_cfg.vmm_release_us = env_us("SIMDEV_VMM_RELEASE_US", 0.5, "0.5");
-    sd_cfg.vmm_map_us = env_us("SIMDEV_VMM_MAP_US", 1, "1");
-    sd_cfg.vmm_unmap_us = env_us("SIMDEV_VMM_UNMAP_US", 33, "33");
-    sd_cfg.vmm_access_us = env_us("SIMDEV_VMM_ACCESS_US", 28, "28");
-    sd_cfg.host_alloc_us = env_us("SIMDEV_HOST_ALLOC_US", 900, "900");
-    sd_cfg.host_alloc_us_per_mib = env_us("SIMDEV_HOST_ALLOC_US_PER_MIB", 490, "490");
-    sd_cfg.host_free_us = env_us("SIMDEV_HOST_FREE_US", 380, "380");
-    sd_cfg.host_free_us_per_mib = env_us("SIMDEV_HOST_FREE_US_PER_MIB", 150, "150");
-    sd_cfg.pinned_limit = env_size("SIMDEV_PINNED_LIMIT", 0, "0 (no limit)");
     sd_cfg.verbose = (int)env_int("SIMDEV_VERBOSE", 0, 0, 1, "0 or 1", "0");
+    sd_cfg.profile = sd_profile_apply(&sd_cfg, env_us);
+    sd_cfg.pinned_limit = env_size("SIMDEV_PINNED_LIMIT", 0, "0 (no limit)");
     sd_cfg.hip_reentrant = (int)env_int("SIMDEV_HIP_REENTRANT", 0, 0, 2, "0, 1 or 2", "0");
     sd_cfg.base_offset = (size_t)env_int("SIMDEV_BASE_OFFSET", 0, 0, 4095,
                                          "bytes from 0 to 4095", "0");
@@ -137,20 +120,21 @@ static void cfg_read(void)
     sd_cfg.fail_event_create_rate = env_rate("SIMDEV_FAIL_EVENT_CREATE_RATE");
     sd_cfg.fail_event_record_rate = env_rate("SIMDEV_FAIL_EVENT_RECORD_RATE");
     sd_cfg.fail_seed = env_int("SIMDEV_FAIL_SEED", 1, 0, LONG_MAX, "an integer >= 0", "1");
-    sd_cfg.sync_delay_us = env_us("SIMDEV_SYNC_DELAY_US", 0, "0");
-    sd_cfg.op_latency_us = env_us("SIMDEV_OP_LATENCY_US", 3, "3");
-    sd_cfg.launch_us = env_us("SIMDEV_LAUNCH_US", 2, "2");
-    sd_cfg.event_record_us = env_us("SIMDEV_EVENT_RECORD_US", 0.35, "0.35");
-    sd_cfg.event_query_us = env_us("SIMDEV_EVENT_QUERY_US", 0.15, "0.15");
-    sd_cfg.stream_query_us = env_us("SIMDEV_STREAM_QUERY_US", 0.15, "0.15");
-    sd_cfg.stream_wait_us = env_us("SIMDEV_STREAM_WAIT_US", 0.35, "0.35");
-    sd_cfg.sync_us = env_us("SIMDEV_SYNC_US", 1, "1");
+    sd_cfg.sync_delay_us = env_us("SIMDEV_SYNC_DELAY_US", 0);
     sd_cfg.shared = env_name("SIMDEV_SHARED");
     const char *f = getenv("SIMDEV_COUNTERS_FILE");
     sd_cfg.counters_file = (f && *f) ? f : NULL;
+    if (sd_cfg.verbose)
+        sd_profile_log(&sd_cfg);
 }
 
 void sd_config_init(void)
 {
     pthread_once(&cfg_once, cfg_read);
+}
+
+double sd_config_price(const char *name)
+{
+    sd_config_init();
+    return name ? sd_profile_price(&sd_cfg, name) : -1;
 }

@@ -20,7 +20,9 @@ int sd_device_sync(void)
     sd_pool_sync_trim(); /* a pool gives memory back at a synchronization */
     rc = d->sticky;
     pthread_mutex_unlock(&sd_lock);
-    sd_price_floor(t0, sd_cfg.sync_us);
+    /* A device-wide synchronization costs at least what any waiting one costs, and may cost
+     * more (SIMDEV_CTX_SYNC_US: beside a busy stream, part of a kernel). */
+    sd_price_floor(t0, sd_cfg.sync_us > sd_cfg.ctx_sync_us ? sd_cfg.sync_us : sd_cfg.ctx_sync_us);
     sd_inject_sync_delay();
     return rc;
 }

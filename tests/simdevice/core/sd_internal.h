@@ -3,10 +3,13 @@
 #ifndef SD_INTERNAL_H
 #define SD_INTERNAL_H
 
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "sd.h"
 
@@ -17,7 +20,7 @@
 struct sd_config {
     int devices;
     size_t memory;
-    double malloc_us, malloc_us_per_gib, free_us, async_us;
+    double malloc_us, malloc_us_per_gib, free_us, free_us_per_gib, async_us;
     double vmm_reserve_us, vmm_free_us, vmm_create_us, vmm_release_us, vmm_map_us,
         vmm_unmap_us, vmm_access_us;
     double host_alloc_us, host_alloc_us_per_mib, host_free_us, host_free_us_per_mib;
@@ -36,11 +39,36 @@ struct sd_config {
      * this long, the simulator's own time included. */
     double op_latency_us, launch_us, event_record_us, event_query_us, stream_query_us,
         stream_wait_us, sync_us;
+    double ctx_sync_us; /* the least cost of a device-wide synchronization (SIMDEV_CTX_SYNC_US) */
+    const char *profile; /* the price list in force (SIMDEV_PROFILE): a name or a file's path */
     const char *shared; /* SIMDEV_SHARED: the name processes share the devices under, or NULL */
 };
 extern struct sd_config sd_cfg;
 /* Reads SIMDEV_* once; safe to call any number of times. */
 void sd_config_init(void);
+
+/* Parses v as a number from 0 to hi into *x; false, *x untouched, when it is not one. Inline:
+ * the configuration and the profiles both parse, and sit below sd_util.c, which logs. */
+static inline bool sd_parse_real(const char *v, double hi, double *x)
+{
+    char *end;
+    errno = 0;
+    double y = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(y) || y < 0 || y > hi)
+        return false;
+    *x = y;
+    return true;
+}
+
+/* Price profiles (sd_profiles.c): the price lists SIMDEV_PROFILE names. */
+/* Sets every price of cfg to the profile's value, or to what env_us(variable, that value) reads
+ * when its variable is set; returns the profile's name (a file's path for a file). A bad name
+ * or file line gets one line on stderr. */
+const char *sd_profile_apply(struct sd_config *cfg, double (*env_us)(const char *, double));
+/* The price of cfg named `name` (see sd_config_price), or -1. */
+double sd_profile_price(const struct sd_config *cfg, const char *name);
+/* Logs the profile in force and the variables that override it (SIMDEV_VERBOSE). */
+void sd_profile_log(const struct sd_config *cfg);
 
 /* One live device allocation. */
 struct sd_alloc {

@@ -79,6 +79,7 @@ int sd_free(void *p)
     int rc;
     if (free_done(p, &rc) || (rc = unsafe_call()) != SD_OK)
         return rc;
+    double t0 = sd_now(); /* the implicit synchronization's floor counts from here */
     pthread_mutex_lock(&sd_lock);
     struct sd_device *owner = sd_dev_of(p);
     struct sd_alloc *a = owner ? sd_table_find_start(&owner->allocs, (uintptr_t)p) : NULL;
@@ -86,6 +87,8 @@ int sd_free(void *p)
         if ((rc = sd_gmem_free(NULL, owner, a)) == SD_EBADFREE)
             count_bad_free(owner);
         pthread_mutex_unlock(&sd_lock);
+        if (rc == SD_OK)
+            sd_price_floor(t0, sd_cfg.ctx_sync_us);
         return rc;
     }
     /* Imported memory is not the process's to free: it goes with cuIpcCloseMemHandle. */
@@ -95,11 +98,14 @@ int sd_free(void *p)
         sd_log("free(%p): not a live allocation", p);
         return SD_EBADFREE;
     }
+    /* Read before the wait, which lets go of sd_lock: the table may move meanwhile. */
+    double gib = (double)a->size / (double)(1u << 30);
     owner->c.device_syncs++;
     sd_wait_device(owner);
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.ctx_sync_us);
     sd_inject_sync_delay();
-    sd_spin_us(sd_cfg.free_us);
+    sd_spin_us(sd_cfg.free_us + sd_cfg.free_us_per_gib * gib);
     pthread_mutex_lock(&sd_lock);
     a = sd_table_find_start(&owner->allocs, (uintptr_t)p);
     if (!a || a->free_pending) { /* another thread freed it meanwhile */
@@ -286,9 +292,11 @@ int sd_host_free(void *p)
     size_t n = a->size;
     /* Freeing pinned or managed memory waits for the device, as the real call does (an H100's
      * cuMemFreeHost returned after a host function queued before it). */
+    double t0 = sd_now();
     d->c.device_syncs++;
     sd_wait_device(d);
     pthread_mutex_unlock(&sd_lock);
+    sd_price_floor(t0, sd_cfg.ctx_sync_us);
     /* Unpinning costs time in proportion to the size too, after the wait. */
     if (!managed)
         sd_spin_us(sd_cfg.host_free_us + sd_cfg.host_free_us_per_mib * ((double)n / MIB));

@@ -17,3 +17,9 @@ API int simdev_get_counters(int device, struct simdev_counters *out)
 {
     return sd_get_counters(device, out);
 }
+
+/* The price in force named by its variable, microseconds; -1 when no price has that name. */
+API double simdev_get_price(const char *name)
+{
+    return sd_config_price(name);
+}

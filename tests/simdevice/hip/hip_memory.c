@@ -10,6 +10,8 @@ __attribute__((constructor)) static void hip_flavor(void)
 API const char *simdev_identify(void) { return "simdevice hip"; }
 /* Copies device `device`'s counters (-1: totals) to *out; 0 on success. */
 API int simdev_get_counters(int device, struct simdev_counters *out) { return sd_get_counters(device, out); }
+/* The price in force named by its variable, microseconds; -1 when no price has that name. */
+API double simdev_get_price(const char *name) { return sd_config_price(name); }
 
 API hipError_t hipExtMallocWithFlags(void **p, size_t n, unsigned f);
 API hipError_t hipMallocAsync(void **p, size_t n, hipStream_t s);
