@@ -126,8 +126,8 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 
 /* Accept rule of the free-block search: an unsplittable block serves only a request of its
  * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). A free
- * solo mapping of an expandable range serves a request of CA_SOLO_MIN or more from its start
- * that leaves at most a sixteenth of it free (and at least the rest of its last page), so that
+ * solo mapping of an expandable range serves a request of CA_SOLO_LEAST or more from its
+ * start that leaves at most a sixteenth of it free (and at least the rest of its last page), so that
  * it holds one block and goes back whole when that block is freed (docs/arena.md, "Pieces"). */
 static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
 {
@@ -136,7 +136,7 @@ static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
         if (!ca_range_solo(s, b->addr))
             return 1; /* its free pages can be unmapped one by one */
         size_t slack = size / 16 > s->page ? size / 16 : s->page;
-        return size >= CA_SOLO_MIN && ca_range_boundary(s, s->page, b->addr) &&
+        return size >= CA_SOLO_LEAST && ca_range_boundary(s, s->page, b->addr) &&
                b->size <= ca_align_up(size, s->page) + slack;
     }
     if (max_split == UINT64_MAX)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "arena/internal.h"
+#include "base/clock.h"
 
 void ca_unmapped_link(ca_segment *s, ca_block *b)
 {
@@ -139,6 +140,32 @@ static size_t piece_of(const ca_arena *a, const ca_device *d)
     return ca_align_up(a->cfg.expandable_piece ? a->cfg.expandable_piece : page, page);
 }
 
+/* Below this price a handle is cheap: growths keep a page a handle whatever the room. */
+#define CHEAP_MAP_NS 10000
+
+/* The least request that gets a solo mapping (one handle, CA_SOLO_MIN by default). Each handle
+ * costs a driver call or three (about 55 us for a 2 MiB page on an H200, docs/gpu.md finding
+ * 17), and far from the edge of memory a page a handle buys nothing yet; near it, pages are
+ * what lets every free one go back. So while a handle is dear here (measured) and the device
+ * keeps at least half of its memory free after the growth, requests from CA_SOLO_LEAST get a
+ * mapping of their own, which goes back whole when its block is freed (docs/arena.md,
+ * "Pieces"). fr, total: the device's memory as the driver answered (0 when unknown). */
+static size_t solo_from(const ca_device *d, size_t rounded, size_t fr, size_t total)
+{
+    if (d->vmm_map_ns <= CHEAP_MAP_NS || fr < rounded || fr - rounded < total / 2 || !total)
+        return CA_SOLO_MIN;
+    if (d->limit && d->st.reserved_bytes + rounded > d->limit / 2)
+        return CA_SOLO_MIN;
+    return CA_SOLO_LEAST;
+}
+
+/* A run of handles took ns: the price of one joins the moving average. */
+static void note_map_price(ca_device *d, uint64_t ns, size_t handles)
+{
+    uint64_t one = ns / (handles ? handles : 1);
+    d->vmm_map_ns = d->vmm_map_ns ? (3 * d->vmm_map_ns + one) / 4 : one;
+}
+
 /* Map [addr, addr+size), the start of a hole of range s, as pieces of `piece` bytes, one handle
  * each, and give dev access to them; on failure nothing is mapped. The driver unmaps whole
  * mappings only, so a mapping that still holds one live block keeps all its memory: small
@@ -150,6 +177,7 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
     const ca_backend *be = &a->be;
     size_t done = 0;
     int rc = CA_OK;
+    uint64_t t0 = ca_now_ns();
     while (rc == CA_OK && done < size) {
         size_t n = size - done < piece ? size - done : piece;
         uint64_t h = 0;
@@ -178,6 +206,7 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
             be->vmm_unmap(be->ctx, d->id, (void *)addr, done);
         return rc;
     }
+    note_map_price(d, ca_now_ns() - t0, (size + piece - 1) / piece);
     for (size_t at = 0; at < size; at += piece)
         ca_range_mark(s, d->vmm_page, addr + at, true);
     return CA_OK;
@@ -249,10 +278,11 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     if (!p->range[small] && !range_adopt(d, p, small) && !range_new(a, d, p, small))
         return NULL;
     size_t map = 0, fr = 0, total = 0;
+    bool known = a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK;
     /* A large request gets a mapping of its own, one handle: a few driver calls where pages
      * would cost one each, and it still goes back whole when its block is freed, since no other
      * block is ever carved from it (fits_rule in arena.c, ca_seam). */
-    bool solo = !small && rounded >= CA_SOLO_MIN;
+    bool solo = !small && rounded >= solo_from(d, rounded, known ? fr : 0, known ? total : 0);
     ca_block *h = pick_in_ranges(a, d, p, rounded, small, solo, &map);
     if (!h) {
         /* A request no empty range could hold (larger than the device) opens none: each
@@ -267,8 +297,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     if (map == 0)
         return h->prev; /* a range just taken over brought the room with it */
     /* As for a segment: never ask for more than the device has, so no error needs clearing. */
-    if (!ca_within_limit(d, map) ||
-        (a->be.mem_info(a->be.ctx, d->id, &fr, &total) == CA_OK && fr < map)) {
+    if (!ca_within_limit(d, map) || (known && fr < map)) {
         *full = true;
         return NULL;
     }

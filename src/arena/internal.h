@@ -24,6 +24,8 @@
 #define CA_LARGE_MIN_REMAINDER (1u << 20) /* large blocks split only above this  */
 #define CA_OVERSIZE_SLACK (20u << 20)     /* an unsplittable block may waste this */
 #define CA_SOLO_MIN (64u << 20)           /* from here a growth is one solo mapping */
+#define CA_SOLO_LEAST (4u << 20)         /* ... and from here while handles are dear and
+                                           * the device is far from full (arena/expand.c) */
 #define CA_MAX_STACK 16
 
 /* FAST: freed into its pool's exact-size LIFO without merging (see ca_exact_push). UNMAPPED:
@@ -124,6 +126,8 @@ struct ca_device {
     size_t vmm_page;
     size_t vmm_range;
     bool vmm_off;             /* unavailable here: plain segments only           */
+    uint64_t vmm_map_ns;      /* what one handle cost to create, map and open, a moving
+                               * average: prices a growth's pieces (arena/expand.c) */
     bool bases_unaligned;     /* the driver answered a segment base off CA_ROUND: a segment
                                * that must hold its request whole is asked with room   */
     size_t max_lead;          /* the most bytes a segment's base lies past its driver's */

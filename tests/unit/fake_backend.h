@@ -80,6 +80,7 @@ typedef struct fake_device {
     uint64_t peer_calls;
     int fail_next_creates;  /* inject: this many creations fail first */
     uint64_t fail_create_at; /* inject: the creation that would be number N fails (0: none) */
+    uint64_t create_ns;      /* inject: each creation costs this long, busy (0: nothing)    */
     /* Broken rules: an access to an unmapped page, an unmap under running work, a reservation
      * freed with pages mapped. The first one is described. */
     uint64_t violations;

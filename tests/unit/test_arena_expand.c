@@ -155,6 +155,35 @@ static void test_configured_piece(void **state)
     test_free(f);
 }
 
+/* Where a handle is dear (20 us here, measured by the arena at its first growth) and the device
+ * keeps half its memory free, a request from CA_SOLO_LEAST (4 MiB) is one solo mapping: one
+ * handle for 10 MiB on a 4 GiB device. On a 64 MiB device already half full the same growth
+ * stays a page a handle, so that every free page can go back there. */
+static void priced_growths(uint64_t capacity, size_t first, uint64_t second_creates)
+{
+    fixture *f = fx_new(capacity);
+    f->cfg.expandable = 1;
+    f->dev.create_ns = 20000;
+    fx_start(f);
+    char *a = use_alloc(f, first, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, first / PAGE); /* no price known yet: pages */
+    char *b = use_alloc(f, 10 * MiB, NULL, CA_API_PLAIN);
+    assert_int_equal(f->dev.vmm_creates, first / PAGE + second_creates);
+    assert_exact(f);
+    must_free(f, a, NULL, CA_API_PLAIN);
+    must_free(f, b, NULL, CA_API_PLAIN);
+    ca_arena_destroy(f->a);
+    assert_int_equal(f->dev.mapped_bytes, 0);
+    test_free(f);
+}
+
+static void test_far_from_the_edge_growths_are_solo(void **state)
+{
+    (void)state;
+    priced_growths(4 * GiB, 10 * MiB, 1);
+    priced_growths(64 * MiB, 30 * MiB, 5);
+}
+
 /* A request of CA_SOLO_MIN or more is one solo mapping: one handle, which no smaller block
  * is carved from and nothing merges into, so that it goes back whole when its block is freed. */
 static void test_large_request_is_one_solo_mapping(void **state)
@@ -617,6 +646,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_pages_beside_a_live_block_go_back, setup,
                                         teardown),
         cmocka_unit_test(test_configured_piece),
+        cmocka_unit_test(test_far_from_the_edge_growths_are_solo),
         cmocka_unit_test(test_large_request_is_one_solo_mapping),
         cmocka_unit_test_setup_teardown(test_only_whole_mappings_are_unmapped, setup_whole, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_pieces_follow_the_mappings, setup_whole, teardown),
