@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,13 @@ typedef struct cachealloc_stats {
     uint64_t oom_recoveries;
     uint64_t oom_failures;
     uint64_t largest_free_block;
+    /* The time the cache's own waits cost this device's program (0 from a library older
+     * than these fields): */
+    uint64_t sync_wait_ns;       /* in the device synchronizations it made                  */
+    uint64_t fence_wait_ns;      /* waiting for fences and stream events                    */
+    uint64_t fence_waits;
+    uint64_t grow_ns;            /* in driver calls that grew the cache                     */
+    uint64_t growths;
 } cachealloc_stats;
 
 #define CACHEALLOC_LOOKUP_(name, type) ((type)(uintptr_t)dlsym(((void *)0), name))
@@ -57,11 +65,13 @@ static inline uint64_t cachealloc_reclaim(int dev)
 }
 
 /* Fill *out with device dev's counters; 1 on success, 0 when the shim is absent or the device
- * unused. */
+ * unused. Zeroed first: an older library fills only the fields it knows. */
 static inline int cachealloc_get_stats(int dev, cachealloc_stats *out)
 {
     typedef int (*fn_t)(int, cachealloc_stats *, size_t);
     fn_t f = CACHEALLOC_LOOKUP_("cachealloc_get_stats_v1", fn_t);
+    if (f)
+        memset(out, 0, sizeof *out);
     return f ? f(dev, out, sizeof *out) : 0;
 }
 

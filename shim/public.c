@@ -81,6 +81,11 @@ CA_EXPORT int cachealloc_get_stats_v1(int dev, cachealloc_stats *out, size_t siz
         s.oom_failures += d.oom_failures;
         if (d.largest_free_block > s.largest_free_block)
             s.largest_free_block = d.largest_free_block;
+        s.sync_wait_ns += d.sync_wait_ns;
+        s.fence_wait_ns += d.fence_wait_ns;
+        s.fence_waits += d.fence_waits;
+        s.grow_ns += d.grow_ns;
+        s.growths += d.growths;
     }
     /* An older caller's smaller struct gets the prefix it knows. */
     memcpy(out, &s, size < sizeof s ? size : sizeof s);

@@ -167,6 +167,13 @@ typedef struct ca_dev_stats {
     uint64_t invalid_frees;        /* interior pointer or double free            */
     uint64_t segments;
     uint64_t largest_free_block;   /* computed when the stats are read           */
+    /* The time the cache's own waits cost the program (stats ABI version 5). */
+    uint64_t sync_wait_ns;         /* in the device synchronizations it made (device_syncs) */
+    uint64_t fence_wait_ns;        /* waiting for fences and stream events       */
+    uint64_t fence_waits;          /* such waits                                 */
+    uint64_t grow_ns;              /* in driver calls that grew it: allocations,
+                                    * creations and mappings of segments and pages */
+    uint64_t growths;              /* such calls                                 */
 } ca_dev_stats;
 
 /* Flags of ca_malloc/ca_free: which API the program called. */

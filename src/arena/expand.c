@@ -304,7 +304,9 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     ca_block *rest = map < h->size ? ca_block_new(d) : NULL;
     if (map < h->size && !rest)
         return NULL;
+    uint64_t t0 = ca_now_ns();
     int rc = map_run(a, d, s, h->addr, map, solo ? map : piece_of(a, d));
+    ca_note_growth(d, t0);
     if (rc != CA_OK) {
         if (rest)
             ca_block_recycle(d, rest);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena/internal.h"
+#include "base/clock.h"
 #include "base/grow.h"
 #include "base/ca_assert.h"
 
@@ -141,6 +142,12 @@ void ca_seg_remove(ca_device *d, ca_segment *s)
     d->nsegs--;
 }
 
+void ca_note_growth(ca_device *d, uint64_t t0)
+{
+    d->st.grow_ns += ca_now_ns() - t0;
+    d->st.growths++;
+}
+
 void ca_note_peaks(ca_dev_stats *st)
 {
     if (st->reserved_bytes > st->peak_reserved_bytes)
@@ -200,7 +207,9 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
         ask = rounded + room_for(a, rounded);
     void *ptr = NULL;
     d->st.driver_alloc_calls++;
+    uint64_t t0 = ca_now_ns();
     int rc = a->be.alloc(a->be.ctx, d->id, ask, &ptr);
+    ca_note_growth(d, t0);
     if (rc != CA_OK || !ptr) {
         /* Whatever the code, the runtime recorded it as its last error. */
         *driver_failed = true;

@@ -7,6 +7,12 @@
  * go unnoticed. Any change of meaning bumps CA_STATS_ABI_VERSION; readers reject versions
  * outside CA_STATS_ABI_VERSION_MIN..CA_STATS_ABI_VERSION. docs/stats.md describes the protocol.
  *
+ * The rule of growth: no offset ever moves. A version may give meaning to spare words, or
+ * append words to the record (and to the ident record, which has the record's size); the
+ * header's record_size is then the size of the version it names (ca_stats_record_size), and a
+ * reader accepts a segment only with exactly that size, reading the words its version lacks
+ * as absent.
+ *
  * Concurrency: the writer updates 64-bit fields with atomic stores. Each record is guarded by a
  * seqlock (seq odd while the writer is inside; readers retry on an odd or changed value). The
  * control words are written with atomic read-modify-write by readers and stores by the writer.
@@ -30,8 +36,10 @@
  * the reclaim request; version 4 to two spare header words: host_records, records that follow
  * the device records and hold pinned host memory's pool, and ident_records, records after those
  * that name each device as its driver does (UUID, PCI bus id). The layout is the same, so older
- * segments still read, without them. */
-#define CA_STATS_ABI_VERSION 4u
+ * segments still read, without them. Version 5 appends eight words to the record (a record of
+ * 256 bytes, 192 before): the time the cache's own waits cost (ca_stats_waits), and three
+ * spare words; older segments still read, their records at the older size, without them. */
+#define CA_STATS_ABI_VERSION 5u
 #define CA_STATS_ABI_VERSION_MIN 1u
 #define CA_STATS_NAME_PREFIX "cachealloc."          /* then <uid>.<pid>                     */
 #define CA_STATS_DEFAULT_DIR "/dev/shm"
@@ -92,6 +100,26 @@ typedef struct ca_stats_values {
 
 #define CA_STATS_COUNT_FIELD_(name, kind, help) +1
 enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
+
+/* The time the cache's own waits cost a device's program (version 5), in record order after
+ * given_bytes: X(name, kind, help), kind T a counter of nanoseconds, C a counter. Names equal
+ * the last fields of ca_dev_stats. */
+#define CA_STATS_WAIT_FIELDS(X)                                                               \
+    X(sync_wait_ns, T, "Time the program's threads spent in device synchronizations the "   \
+                       "cache made")                                                         \
+    X(fence_wait_ns, T, "Time the program's threads spent waiting for fences and stream "   \
+                        "events")                                                            \
+    X(fence_waits, C, "Waits for fences and stream events")                                  \
+    X(grow_ns, T, "Time in driver calls that grew the cache (allocations, creations and "   \
+                  "mappings of segments and pages)")                                         \
+    X(growths, C, "Driver calls that grew the cache")
+
+#define CA_STATS_DECLARE_FIELD_(name, kind, help) uint64_t name;
+typedef struct ca_stats_waits {
+    CA_STATS_WAIT_FIELDS(CA_STATS_DECLARE_FIELD_)
+} ca_stats_waits;
+#undef CA_STATS_DECLARE_FIELD_
+enum { CA_STATS_NWAITS = 0 CA_STATS_WAIT_FIELDS(CA_STATS_COUNT_FIELD_) };
 #undef CA_STATS_COUNT_FIELD_
 
 /* One device, or the pinned host memory pool (device CA_STATS_HOST_DEVICE, after the device
@@ -99,7 +127,9 @@ enum { CA_STATS_NFIELDS = 0 CA_STATS_FIELDS(CA_STATS_COUNT_FIELD_) };
  * given_bytes are 0). seq is the seqlock word; in_use is 0 for a slot the process never used.
  * mem_*: the device's total and free memory as the driver (runtime) answered the monitor
  * thread at its last period; 0 total: not known yet, or the question failed (version 2).
- * given_bytes: released at other processes' requests, a counter (version 3). */
+ * given_bytes: released at other processes' requests, a counter (version 3).
+ * w: the time the cache's waits cost (version 5; a version 4 record ends before it).
+ * spare: 0, for later versions. */
 typedef struct ca_stats_record {
     uint64_t seq;
     uint32_t device;
@@ -108,7 +138,19 @@ typedef struct ca_stats_record {
     uint64_t mem_total_bytes;
     uint64_t mem_free_bytes;
     uint64_t given_bytes;
+    ca_stats_waits w;
+    uint64_t spare[3];
 } ca_stats_record;
+
+#define CA_STATS_RECORD_SIZE_V4 192u /* the record of versions 1 to 4 */
+
+/* The record_size a segment of ABI version `version` must have; 0 for an unknown version. */
+static inline size_t ca_stats_record_size(uint32_t version)
+{
+    if (version < CA_STATS_ABI_VERSION_MIN || version > CA_STATS_ABI_VERSION)
+        return 0;
+    return version < 5 ? CA_STATS_RECORD_SIZE_V4 : sizeof(ca_stats_record);
+}
 
 /* A device's names, as the driver gives them (version 4): record device_capacity +
  * host_records + d names device d, under its own seqlock; known is 0 until the driver
@@ -121,14 +163,14 @@ typedef struct ca_stats_ident {
     uint32_t known;
     char uuid[CA_STATS_UUID_LEN];
     char pci_bus_id[CA_STATS_PCI_LEN];
-    char spare[96];
+    char spare[160];  /* 96 bytes before version 5: the record's size less the names */
 } ca_stats_ident;
 
 typedef struct ca_stats_header {
     uint64_t magic;            /* CA_STATS_MAGIC, stored last by the writer (release)      */
     uint32_t abi_version;
     uint32_t header_size;      /* sizeof(ca_stats_header)                                  */
-    uint32_t record_size;      /* sizeof(ca_stats_record)                                  */
+    uint32_t record_size;      /* ca_stats_record_size(abi_version)                        */
     uint32_t device_capacity;  /* records that follow the header                           */
     uint32_t device_used;      /* records published so far (atomic)                        */
     uint32_t uid;
@@ -154,7 +196,11 @@ _Static_assert(offsetof(ca_stats_record, v) == 16, "record layout");
 _Static_assert(offsetof(ca_stats_record, mem_total_bytes) == 168, "record layout");
 _Static_assert(offsetof(ca_stats_record, mem_free_bytes) == 176, "record layout");
 _Static_assert(offsetof(ca_stats_record, given_bytes) == 184, "record layout");
-_Static_assert(sizeof(ca_stats_record) == 192, "record size");
+_Static_assert(offsetof(ca_stats_record, w) == CA_STATS_RECORD_SIZE_V4, "version 5 appends");
+_Static_assert(sizeof(ca_stats_waits) == CA_STATS_NWAITS * 8, "waits are packed u64");
+_Static_assert(offsetof(ca_stats_record, w.sync_wait_ns) == 192, "record layout");
+_Static_assert(offsetof(ca_stats_record, w.growths) == 224, "record layout");
+_Static_assert(sizeof(ca_stats_record) == 256, "record size");
 _Static_assert(sizeof(ca_stats_ident) == sizeof(ca_stats_record), "an ident is a record");
 _Static_assert(offsetof(ca_stats_ident, uuid) == 16, "ident layout");
 _Static_assert(offsetof(ca_stats_ident, pci_bus_id) == 64, "ident layout");

@@ -50,7 +50,7 @@ static const char *segment_dir(void)
 }
 
 /* The neighbour's segment mapped for a request, when it is one: a regular file of ours that
- * holds a complete version 3 header of the same API, of a live process (*pid) that is not
+ * holds a complete header of version 3 or later, of the same API, of a live process (*pid) that is not
  * this one. NULL otherwise. Writers never shrink their file, so the mapping stays readable.
  * What its records say it holds is not looked at: they may be 250 ms old, older than the
  * frees that matter (on an H100 a process allocates and frees 48 GB in less), and a neighbour
@@ -67,10 +67,10 @@ static ca_stats_header *open_neighbour(int dfd, const char *name, const char *ap
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
         pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == CA_STATS_MAGIC &&
         h.abi_version >= 3 && h.abi_version <= CA_STATS_ABI_VERSION &&
-        h.header_size == sizeof h && h.record_size == sizeof(ca_stats_record) &&
+        h.header_size == sizeof h && h.record_size == ca_stats_record_size(h.abi_version) &&
         h.device_capacity <= CA_STATS_MAX_RECORDS && h.pid != (uint64_t)getpid() &&
         strncmp(h.api, api, sizeof h.api) == 0) {
-        *len = sizeof h + (size_t)h.device_capacity * sizeof(ca_stats_record);
+        *len = sizeof h + (size_t)h.device_capacity * h.record_size;
         if ((off_t)*len <= st.st_size)
             map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }

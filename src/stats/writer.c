@@ -21,7 +21,7 @@
 #include "base/clock.h"
 #include "stats/abi.h"
 
-_Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values),
+_Static_assert(sizeof(ca_dev_stats) == sizeof(ca_stats_values) + sizeof(ca_stats_waits),
                "stats/abi.h fields and ca_dev_stats differ");
 
 #define MONITOR_PERIOD_NS 250000000L
@@ -184,6 +184,9 @@ static void write_record(ca_stats_record *r, uint32_t device, const ca_dev_stats
     put64(&r->mem_total_bytes, x->mem_total);
     put64(&r->mem_free_bytes, x->mem_free);
     put64(&r->given_bytes, x->given);
+#define CA_PUT_WAIT_(name, kind, help) put64(&r->w.name, s->name);
+    CA_STATS_WAIT_FIELDS(CA_PUT_WAIT_)
+#undef CA_PUT_WAIT_
     __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
 }
 

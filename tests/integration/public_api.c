@@ -30,6 +30,8 @@ int main(int argc, char **argv)
     EXPECT(st.alloc_calls == 1 && st.free_calls == 1);
     EXPECT(st.cached_bytes > 0 && st.allocated_bytes == 0);
     EXPECT(st.reserved_bytes == st.cached_bytes + st.pending_bytes);
+    /* The fields appended later: the driver call that grew the cache, and its time. */
+    EXPECT(st.growths >= 1 && st.grow_ns > 0);
 
     /* Reclaim gives the cached segment back to the driver. */
     uint64_t released = cachealloc_reclaim(-1);

@@ -4,7 +4,8 @@
  *               [--host-mib H]
  *
  * Device d reports reserved = (d + 1) * M MiB, half of it allocated, a quarter cached, a
- * quarter pending; reclaim gives the cached bytes back; its names: a UUID ending in d, PCI bus
+ * quarter pending; its waits cost 1.5 s + d ns in syncs, (d + 1) x 250 ms in 5 fence waits and
+ * (d + 1) x 2 ms in 10 x (d + 1) growths; reclaim gives the cached bytes back; its names: a UUID ending in d, PCI bus
  * 0x3b + d. Its memory, as a driver would report
  * it: T MiB in all (default 16384; 0: the question fails), of which an eighth is used by
  * others and the reserved bytes by this process. With H, a pool of pinned host memory of H MiB,
@@ -58,6 +59,11 @@ static int fake_read(void *ctx, int dev, ca_dev_stats *o)
     o->invalid_frees = 0;
     o->segments = 4;
     o->largest_free_block = g_cached[dev];
+    o->sync_wait_ns = UINT64_C(1500000000) + (uint64_t)dev; /* 1.5 s and dev ns */
+    o->fence_wait_ns = UINT64_C(250000000) * (uint64_t)(dev + 1);
+    o->fence_waits = 5;
+    o->grow_ns = UINT64_C(2000000) * (uint64_t)(dev + 1);
+    o->growths = 10 * (uint64_t)(dev + 1);
     pthread_mutex_unlock(&g_lock);
     return 1;
 }

@@ -64,6 +64,73 @@ static void with_u32(const char *name, size_t off, uint32_t v, int expect_ok)
     free(b);
 }
 
+/* A copy of the valid segment b (g_len bytes) as a writer of `version` < 5 lays it out: the
+ * same header, records of CA_STATS_RECORD_SIZE_V4 bytes (the words version 5 appended cut
+ * off); its length into *len. */
+static unsigned char *as_older(const unsigned char *b, uint32_t version, size_t *len)
+{
+    const ca_stats_header *h = (const ca_stats_header *)b;
+    size_t n = (g_len - sizeof *h) / sizeof(ca_stats_record);
+    *len = sizeof *h + n * CA_STATS_RECORD_SIZE_V4;
+    unsigned char *o = calloc(1, *len);
+    memcpy(o, b, sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        memcpy(o + sizeof *h + i * CA_STATS_RECORD_SIZE_V4,
+               b + sizeof *h + i * sizeof(ca_stats_record), CA_STATS_RECORD_SIZE_V4);
+    ((ca_stats_header *)o)->abi_version = version;
+    ((ca_stats_header *)o)->record_size = CA_STATS_RECORD_SIZE_V4;
+    return o;
+}
+
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "FAIL %s\n", what);
+        g_failures++;
+    }
+}
+
+/* The time the cache's waits cost (version 5): read from a version 5 record, absent from a
+ * version 4 segment of the older record size, and each version only at its own size. */
+static void waits_cases(void)
+{
+    unsigned char *b = malloc(g_len);
+    memcpy(b, g_valid, g_len);
+    ca_stats_record *r = (ca_stats_record *)(b + sizeof(ca_stats_header));
+    r[1].w.sync_wait_ns = 1500000000u;
+    r[1].w.fence_wait_ns = 250;
+    r[1].w.fence_waits = 5;
+    r[1].w.grow_ns = 2000000;
+    r[1].w.growths = 10;
+    top_proc p;
+    char why[128];
+    int ok = top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) == 0;
+    expect(ok && p.ndev == 2 && p.dev[1].has_waits && p.dev[1].w.sync_wait_ns == 1500000000u &&
+               p.dev[1].w.fence_wait_ns == 250 && p.dev[1].w.fence_waits == 5 &&
+               p.dev[1].w.grow_ns == 2000000 && p.dev[1].w.growths == 10 &&
+               p.dev[0].w.growths == 0,
+           "the waits of a version 5 record read wrongly");
+    if (ok)
+        top_proc_clear(&p);
+    size_t len;
+    unsigned char *old = as_older(b, 4, &len);
+    run_case("version 4 at its record size", old, len, 1);
+    ok = top_seg_parse(old, len, -1, -1, &p, why, sizeof why) == 0;
+    expect(ok && p.ndev == 2 && p.abi_version == 4 && !p.dev[1].has_waits &&
+               p.dev[1].w.sync_wait_ns == 0 && p.dev[1].w.growths == 0 &&
+               p.dev[1].v.reserved_bytes == 1u << 20,
+           "a version 4 segment is not read without the waits");
+    if (ok)
+        top_proc_clear(&p);
+    /* each version at the other's record size */
+    ((ca_stats_header *)old)->record_size = sizeof(ca_stats_record);
+    run_case("version 4 at version 5's record size", old, len, 0);
+    free(old);
+    with_u32("version 5 at version 4's record size", offsetof(ca_stats_header, record_size),
+             CA_STATS_RECORD_SIZE_V4, 0);
+    free(b);
+}
+
 static uint64_t g_rng = 0x9e3779b97f4a7c15u;
 static uint64_t rnd(void)
 {
@@ -134,23 +201,26 @@ int main(int argc, char **argv)
             g_failures++;
         }
         top_proc_clear(&p);
-        ((ca_stats_header *)b)->abi_version = 2;
-        if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
+        size_t len;
+        unsigned char *v2 = as_older(b, 2, &len);
+        if (top_seg_parse(v2, len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
             !p.dev[0].has_mem || p.dev[0].given != 0) {
             fprintf(stderr, "FAIL a version 2 segment's spare word is read as a gift\n");
             g_failures++;
         }
         top_proc_clear(&p);
-        ((ca_stats_header *)b)->abi_version = 1;
-        if (top_seg_parse(b, g_len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
+        ((ca_stats_header *)v2)->abi_version = 1;
+        if (top_seg_parse(v2, len, -1, -1, &p, why, sizeof why) != 0 || p.ndev != 2 ||
             p.abi_version != 1 || p.dev[0].has_mem || p.dev[0].mem_total != 0 ||
             p.dev[0].v.reserved_bytes != 1u << 20) {
             fprintf(stderr, "FAIL a version 1 segment is not read without device memory\n");
             g_failures++;
         }
         top_proc_clear(&p);
+        free(v2);
         free(b);
     }
+    waits_cases();
     with_u32("version 0", offsetof(ca_stats_header, abi_version), 0, 0);
     with_u32("next version", offsetof(ca_stats_header, abi_version), CA_STATS_ABI_VERSION + 1, 0);
     {

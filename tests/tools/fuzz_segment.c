@@ -34,7 +34,8 @@ static void check_one(const uint8_t *buf, size_t size)
         for (unsigned i = 0; i < p.ndev; i++)
             if (p.dev[i].device >= TEMPLATE_RECORDS * 256u ||
                 (p.dev[i].has_mem && (p.dev[i].mem_total == 0 ||
-                                      p.dev[i].mem_free > p.dev[i].mem_total)))
+                                      p.dev[i].mem_free > p.dev[i].mem_total)) ||
+                (!p.dev[i].has_waits && (p.dev[i].w.sync_wait_ns || p.dev[i].w.growths)))
                 __builtin_trap();
         top_proc_clear(&p);
     } else if (why[0] == '\0') {

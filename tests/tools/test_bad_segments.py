@@ -9,12 +9,12 @@ import time
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_openmetrics  # noqa: E402
-from toptest import SkipTest, main, proc_of  # noqa: E402
+from toptest import HEADER_SIZE, RECORD_SIZE, SkipTest, main, older_layout, proc_of  # noqa: E402
 
 # Offsets fixed by the static assertions of src/stats/abi.h.
 OFF_MAGIC, OFF_VERSION, OFF_HSIZE, OFF_RSIZE, OFF_CAP, OFF_USED, OFF_UID, OFF_PID = \
     0, 8, 12, 16, 20, 24, 28, 32
-OFF_HOST_RECORDS, OFF_IDENT_RECORDS, HEADER_SIZE, RECORD_SIZE = 96, 100, 1024, 192
+OFF_HOST_RECORDS, OFF_IDENT_RECORDS = 96, 100
 FAKE_PID = 999000  # above any pid_max default, so never alive
 
 
@@ -56,7 +56,7 @@ def test_bad_headers_skipped(env):
         2: with_pid(FAKE_PID + 2)[:100],                          # truncated header
         3: with_pid(FAKE_PID + 3)[:2000],                         # truncated records
         4: put(with_pid(FAKE_PID + 4), OFF_MAGIC, "<Q", 0x1122334455667788),
-        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 5),      # a newer ABI than ours
+        5: put(with_pid(FAKE_PID + 5), OFF_VERSION, "<I", 6),      # a newer ABI than ours
         6: put(with_pid(FAKE_PID + 6), OFF_HSIZE, "<I", 64),
         7: put(with_pid(FAKE_PID + 7), OFF_RSIZE, "<I", 1 << 30),
         8: put(with_pid(FAKE_PID + 8), OFF_CAP, "<I", 0xFFFFFFFF),
@@ -69,6 +69,10 @@ def test_bad_headers_skipped(env):
         15: with_pid(FAKE_PID + 15)[:HEADER_SIZE + 64 * RECORD_SIZE],  # host record cut off
         16: put(with_pid(FAKE_PID + 16), OFF_IDENT_RECORDS, "<I", 960),
         17: with_pid(FAKE_PID + 17)[:HEADER_SIZE + 65 * RECORD_SIZE],  # ident records cut off
+        # each version's record size belongs to it: version 4 with version 5's records, and
+        # version 5 with version 4's
+        18: put(with_pid(FAKE_PID + 18), OFF_VERSION, "<I", 4),
+        19: put(older_layout(with_pid(FAKE_PID + 19), 4), OFF_VERSION, "<I", 5),
     }
     for n, data in cases.items():
         write_seg(env, FAKE_PID + n, data)
@@ -78,6 +82,7 @@ def test_bad_headers_skipped(env):
     for n in cases:
         assert "cachealloc.%d.%d" % (os.geteuid(), FAKE_PID + n) in notes, (n, notes)
     assert "bad magic" in notes and "unsupported ABI version" in notes
+    assert notes.count("unexpected record size") == 3, notes  # cases 7, 18 and 19
     assert "too many host records" in notes and "too many ident records" in notes, notes
     # skipped, not removed: only a validated segment of a dead process is reaped
     assert os.path.exists(env.seg_path(FAKE_PID + 4))

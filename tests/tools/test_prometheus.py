@@ -1,9 +1,13 @@
 """A real Prometheus scrapes cachealloc-top --serve while two programs run under the cache: their
 reserved and cached bytes arrive through Prometheus's HTTP API, and their series are gone once
-the programs have exited. Skipped (77) when Debian's prometheus is not installed.
-Usage: test_prometheus.py CACHEALLOC_TOP PROGRAM, PROGRAM being tests/integration/stats_hold.c
-(three 64 MiB allocations, one freed, then waits for its standard input to close), with the
-environment of the integration tests (the shim preloaded, the simulated device)."""
+the programs have exited. With DASHBOARD (docs/grafana/cachealloc.json), meanwhile, every
+panel's query returns data, its template variables filled in as Grafana does: all values
+(".*"), then the first value each variable's own query lists. Skipped (77) when Debian's
+prometheus is not installed.
+Usage: test_prometheus.py CACHEALLOC_TOP PROGRAM [DASHBOARD], PROGRAM being
+tests/integration/stats_hold.c (three 64 MiB allocations, one freed, then waits for its
+standard input to close), with the environment of the integration tests (the shim preloaded,
+the simulated device)."""
 import json
 import os
 import shutil
@@ -16,8 +20,13 @@ import time
 import urllib.parse
 import urllib.request
 
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grafana_dashboard as gd  # noqa: E402
+
 MiB = 1 << 20
 top, prog = sys.argv[1], sys.argv[2]
+dashboard = gd.load(sys.argv[3]) if len(sys.argv) > 3 else None
 
 
 def free_port():
@@ -39,6 +48,33 @@ def wait_for(what, pred, timeout=60, step=0.5):
             return got
         time.sleep(step)
     fail("timed out waiting for " + what)
+
+
+def check_dashboard(api, pids):
+    """Every target of the dashboard returns data, with every variable at All, then at the
+    first value its query lists; the per-process panel shows both programs' 192 MiB."""
+    every = {"instance": ".*", "uuid": ".*", "pci": ".*"}
+    first = {}
+    for name in ("instance", "uuid", "pci"):
+        label, match = gd.label_query(dashboard, name, every)
+        params = {"match[]": match} if match else {}
+        listed = wait_for("variable %s to list values" % name,
+                          lambda: api("/api/v1/label/%s/values" % label, params))
+        first[name] = gd.promql_regex(listed[0])
+        print("variable %s: %s" % (name, listed))
+    for values in (every, first):
+        for title, expr in gd.targets(dashboard):
+            q = gd.expand(expr, values)
+            got = wait_for("panel %r to return data: %s" % (title, q),
+                           lambda: (api("/api/v1/query", {"query": q}) or {}).get("result"))
+            if values is every:  # what the panel shows, for the log
+                print("  %s: %s" % (title, sorted({s["value"][1] for s in got})))
+            if title == "Reserved bytes per process" and values is every:
+                held = {s["metric"]["pid"]: float(s["value"][1]) for s in got}
+                if any(held.get(pid) != 192 * MiB for pid in pids):
+                    fail("the per-process panel shows %r" % held)
+    print("dashboard: %d queries returned data at All and at %r" % (
+        len(gd.targets(dashboard)), first))
 
 
 prometheus = shutil.which("prometheus")
@@ -74,17 +110,22 @@ try:
     procs.append(server)
     base = "http://127.0.0.1:%d" % prom_port
 
-    def query(q):
-        url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    def api(path, params):
+        url = base + path + "?" + urllib.parse.urlencode(params)
         try:
             with urllib.request.urlopen(url, timeout=5) as r:
                 doc = json.load(r)
         except OSError:
             return None
         if doc.get("status") != "success":
-            fail("query %s: %r" % (q, doc))
-        return {(s["metric"].get("pid"), s["metric"].get("device")): float(s["value"][1])
-                for s in doc["data"]["result"]}
+            fail("%s %r: %r" % (path, params, doc))
+        return doc["data"]
+
+    def query(q):
+        data = api("/api/v1/query", {"query": q})
+        return None if data is None else {
+            (s["metric"].get("pid"), s["metric"].get("device")): float(s["value"][1])
+            for s in data["result"]}
 
     def ready():
         try:
@@ -114,6 +155,8 @@ try:
         "cachealloc_reserved_bytes", lambda v: v == 192 * MiB)))
     print("cached:", wait_for("cached bytes", lambda: both(
         "cachealloc_cached_bytes", lambda v: v >= 64 * MiB)))
+    if dashboard:
+        check_dashboard(api, pids)
     up = query('up{job="cachealloc"}')
     if list(up.values()) != [1.0]:
         fail("the exporter is not up: %r" % up)

@@ -54,6 +54,11 @@ static int src_read(void *ctx, int dev, ca_dev_stats *o)
     o->cache_hits = k;
     o->segments = k;
     o->largest_free_block = cached;
+    o->sync_wait_ns = k * 7;
+    o->fence_wait_ns = k * 5;
+    o->fence_waits = k;
+    o->grow_ns = k * 3;
+    o->growths = k;
     return 1;
 }
 
@@ -242,6 +247,13 @@ static void test_fields_published(void **state)
     assert_int_equal(p.dev[0].v.pending_bytes, 420);
     assert_int_equal(p.dev[0].v.alloc_calls, 42);
     assert_int_equal(p.dev[0].v.reserved_bytes, 42000 + 420 + g_cached);
+    /* the time the cache's waits cost: the words version 5 appended to the record */
+    assert_true(p.dev[0].has_waits);
+    assert_int_equal(p.dev[0].w.sync_wait_ns, 42 * 7);
+    assert_int_equal(p.dev[0].w.fence_wait_ns, 42 * 5);
+    assert_int_equal(p.dev[0].w.fence_waits, 42);
+    assert_int_equal(p.dev[0].w.grow_ns, 42 * 3);
+    assert_int_equal(p.dev[0].w.growths, 42);
     top_proc_clear(&p);
 }
 
@@ -266,7 +278,7 @@ static void test_host_pool_published(void **state)
     assert_int_equal(p.host.v.alloc_calls, 7);
     assert_int_equal(p.ndev, 1);
     assert_int_equal(p.dev[0].device, 0);
-    assert_int_equal(p.abi_version, 4);
+    assert_int_equal(p.abi_version, CA_STATS_ABI_VERSION);
     top_proc_clear(&p);
     __atomic_store_n(&g_host, 0, __ATOMIC_RELEASE);
     ca_stats_publish();
@@ -381,6 +393,8 @@ static void test_seqlock_consistency(void **state)
             assert_int_equal(v->segments, k);
             assert_int_equal(v->allocated_bytes, k * 1000);
             assert_int_equal(v->pending_bytes, k * 10);
+            assert_int_equal(p.dev[0].w.sync_wait_ns, k * 7);
+            assert_int_equal(p.dev[0].w.growths, k);
             assert_int_equal(v->reserved_bytes,
                              v->allocated_bytes + v->pending_bytes + v->cached_bytes);
             if (!first)

@@ -9,7 +9,7 @@ import time
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_openmetrics  # noqa: E402
-from toptest import main, proc_of, wait_until  # noqa: E402
+from toptest import main, older_layout, proc_of, wait_until  # noqa: E402
 
 MIB = 1 << 20
 JSON_PROCESS_KEYS = ["pid", "uid", "command", "api", "alive", "responding", "heartbeat_age_ms",
@@ -18,7 +18,8 @@ JSON_DEVICE_KEYS = ["device", "reserved_bytes", "allocated_bytes", "cached_bytes
                     "pending_bytes", "peak_reserved_bytes", "peak_allocated_bytes",
                     "alloc_calls", "free_calls", "cache_hits", "driver_alloc_calls",
                     "driver_free_calls", "oom_recoveries", "oom_failures",
-                    "largest_free_block_bytes", "device_total_bytes", "device_free_bytes",
+                    "largest_free_block_bytes", "sync_wait_ns", "fence_wait_ns",
+                    "fence_waits", "grow_ns", "growths", "device_total_bytes", "device_free_bytes",
                     "given_to_neighbours_bytes", "uuid", "pci_bus_id"]
 # Offsets fixed by the static assertions of src/stats/abi.h.
 OFF_VERSION, OFF_PID, OFF_START, OFF_BEAT = 8, 32, 40, 48
@@ -43,8 +44,8 @@ def as_this_process(env, pid, **patch):
         data = bytearray(f.read())
     me = os.getpid()
     struct.pack_into("<QQ", data, OFF_PID, me, my_start_time())
-    if "version" in patch:
-        struct.pack_into("<I", data, OFF_VERSION, patch["version"])
+    if "version" in patch:  # laid out as a writer of that version does
+        data = older_layout(data, patch["version"])
     if "beat_ns" in patch:
         struct.pack_into("<Q", data, OFF_BEAT, patch["beat_ns"])
     path = env.seg_path(me)
@@ -57,6 +58,13 @@ def as_this_process(env, pid, **patch):
 def table_rows(out, pid):
     """The --once table rows of pid (the device bar lines above the table start with DEV)."""
     return [line.split() for line in out.splitlines() if line.split()[:1] == [str(pid)]]
+
+
+def column(out, pid, title):
+    """pid's cells of the right-aligned column title in a --once table."""
+    head = [l for l in out.splitlines() if l.split()[:2] == ["PID", "USER"]][0]
+    end = head.index(" " + title) + 1 + len(title)
+    return [l[:end].split()[-1] for l in out.splitlines() if l.split()[:1] == [str(pid)]]
 
 
 def test_json_shape_and_values(env):
@@ -86,6 +94,9 @@ def test_json_shape_and_values(env):
     # the device's names as its driver gives them (asked once by the writer's monitor thread)
     assert d1["uuid"] == "GPU-96be9fff-fdfd-9b87-88d4-fe5b9a012101", d1
     assert d1["pci_bus_id"] == "00000000:3C:00.0", d1
+    # the time the cache's own waits cost (ABI version 5), in nanoseconds
+    assert d1["sync_wait_ns"] == 1500000001 and d1["fence_wait_ns"] == 500000000, d1
+    assert d1["fence_waits"] == 5 and d1["grow_ns"] == 4000000 and d1["growths"] == 20, d1
 
 
 def test_pid_filter(env):
@@ -109,6 +120,8 @@ def test_once_table(env):
     assert " ".join(rows[1][4:6]) == "128 MiB", out  # reserved of device 1, human size
     assert "fake_writer" in out
     assert "99.0" in out  # hit rate: 990 of 1000
+    # WAITMS: the waits of each device in milliseconds: 1500.000001 + 250 + 2, + 500 + 4
+    assert column(out, a, "WAITMS") == ["1752.0", "2004.0"], out
     # above the table, a bar per device against the device's memory, as nvtop draws it:
     # device 1 of 1 GiB: 64 MiB allocated (|), 64 MiB cached and pending (/), 128 MiB used by
     # others (#), 40 characters wide
@@ -137,6 +150,13 @@ def test_prometheus(env):
     assert get("cachealloc_oom_recoveries_total", 1) == 3
     assert get("cachealloc_device_total_bytes", 1) == 16384 * MIB
     assert get("cachealloc_device_free_bytes", 1) == (16384 - 2048 - 32) * MIB
+    # the waits, in seconds (the writer publishes nanoseconds)
+    assert get("cachealloc_sync_wait_seconds_total", 1) == 1.500000001
+    assert get("cachealloc_fence_wait_seconds_total", 1) == 0.5
+    assert get("cachealloc_grow_seconds_total", 0) == 0.002
+    assert get("cachealloc_fence_waits_total", 0) == 5
+    assert get("cachealloc_growths_total", 1) == 20
+    assert "# TYPE cachealloc_sync_wait_seconds counter" in text
     by_pid = {(n, dict(lab).get("pid")): v for (n, lab), v in samples.items()}
     assert by_pid[("cachealloc_responding", str(a))] == 1, by_pid
     # device series carry the driver's names as dcgm-exporter's do, so that they join
@@ -317,6 +337,28 @@ def test_version1_segment_without_device_memory(env):
     assert "(device memory not published)" in out.splitlines()[0], out
 
 
+def test_version4_segment_without_waits(env):
+    """A segment of ABI version 4 (records of 192 bytes) is shown with all it has, the waits
+    as absent: null in JSON, no series, "-" in the table."""
+    _, a = env.writer("--mib", 32)
+    mem_published(env, a)
+    me = as_this_process(env, a, version=4)
+    doc = env.json()
+    old, new = proc_of(doc, me)["devices"][0], proc_of(doc, a)["devices"][0]
+    for key in ("sync_wait_ns", "fence_wait_ns", "fence_waits", "grow_ns", "growths"):
+        assert old[key] is None and new[key] is not None, (key, old, new)
+    for key in ("reserved_bytes", "cache_hits", "device_total_bytes", "uuid", "pci_bus_id"):
+        assert old[key] == new[key], (key, old, new)
+    text = env.run("--prometheus").stdout
+    samples = check_openmetrics.check(text)
+    mine = {n for (n, lab) in samples if dict(lab).get("pid") == str(me)}
+    assert "cachealloc_reserved_bytes" in mine and "cachealloc_growths_total" not in mine, mine
+    theirs = {n for (n, lab) in samples if dict(lab).get("pid") == str(a)}
+    assert "cachealloc_sync_wait_seconds_total" in theirs, theirs
+    out = env.run("--once").stdout
+    assert column(out, me, "WAITMS") == ["-"] and column(out, a, "WAITMS") != ["-"], out
+
+
 def test_empty_and_missing_dir(env):
     assert env.json() == {"processes": []}
     env.env["CACHEALLOC_SHM_DIR"] = os.path.join(env.dir, "missing")
@@ -333,4 +375,5 @@ if __name__ == "__main__":
           test_reclaim_without_answer_fails, test_killed_writer_is_dead_then_cleaned,
           test_reused_pid_is_dead, test_terminated_writer_removes_segment,
           test_stale_heartbeat_not_responding, test_version1_segment_without_device_memory,
+          test_version4_segment_without_waits,
           test_empty_and_missing_dir], sys.argv)

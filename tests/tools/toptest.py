@@ -4,12 +4,28 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 
 SKIP = 77
+# Sizes fixed by the static assertions of src/stats/abi.h: the record of ABI version 5, and the
+# shorter one of versions 1 to 4.
+HEADER_SIZE, RECORD_SIZE, RECORD_SIZE_V4 = 1024, 256, 192
+OFF_VERSION, OFF_RSIZE = 8, 16
+
+
+def older_layout(data, version):
+    """A segment of this ABI as a writer of version (< 5) lays it out: the same header, each
+    record cut to the older size (the words version 5 appended dropped)."""
+    out = bytearray(data[:HEADER_SIZE])
+    struct.pack_into("<I", out, OFF_VERSION, version)
+    struct.pack_into("<I", out, OFF_RSIZE, RECORD_SIZE_V4)
+    for at in range(HEADER_SIZE, len(data) - RECORD_SIZE + 1, RECORD_SIZE):
+        out += data[at:at + RECORD_SIZE_V4]
+    return out
 
 
 class Env:

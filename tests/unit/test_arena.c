@@ -157,6 +157,7 @@ static void test_single_stream_reuse_without_sync(void **state)
     assert_int_equal(st.alloc_calls, 1001);
     assert_int_equal(st.cache_hits, 1000);
     assert_int_equal(st.driver_alloc_calls, 1);
+    assert_int_equal(st.growths, 1); /* the one segment: grow_ns is its call's time */
 }
 
 static void test_first_stream_syncs_once(void **state)

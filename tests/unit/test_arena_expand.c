@@ -111,6 +111,7 @@ static void test_grows_a_page_a_handle(void **state)
     assert_int_equal(f->dev.vmm_creates, 3);
     assert_int_equal(f->dev.maps, 3);
     assert_int_equal(stats(f).driver_alloc_calls, 3);
+    assert_int_equal(stats(f).growths, 1); /* one growth: the run of three pages */
     assert_int_equal(stats(f).reserved_bytes, 3 * PAGE);
     assert_exact(f);
     must_free(f, a, NULL, CA_API_PLAIN);

@@ -34,8 +34,6 @@ typedef struct view {
     double rec_deadline;
 } view;
 
-static const int col_width[COL_COUNT] = {7, 8, 4, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -118,9 +116,9 @@ static void draw_row(int y, const top_row *r, int selected)
             int room = COLS - x - (int)strlen(status);
             printw("%s%.*s", status, room > 0 ? room : 0, cell);
         } else {
-            mvprintw(y, x, c <= COL_USER || c == COL_API ? "%-*.*s " : "%*.*s ", col_width[c],
-                     col_width[c], cell);
-            x += col_width[c] + 1;
+            mvprintw(y, x, c <= COL_USER || c == COL_API ? "%-*.*s " : "%*.*s ", top_col_width[c],
+                     top_col_width[c], cell);
+            x += top_col_width[c] + 1;
             move(y, x);
         }
     }
@@ -178,9 +176,9 @@ static void draw(view *v)
         if (c == COL_COMMAND)
             printw("%s", top_col_title[c]);
         else {
-            mvprintw(y, x, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", col_width[c],
+            mvprintw(y, x, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", top_col_width[c],
                      top_col_title[c]);
-            x += col_width[c] + 1;
+            x += top_col_width[c] + 1;
             move(y, x);
         }
     }

@@ -25,9 +25,11 @@ static void name(FILE *out, const char *key, const char *value)
         fputs("null", out);
 }
 
-/* A pool's numbers, a device's or pinned host memory's alike. */
-static void pool_fields(FILE *out, const ca_stats_values *v)
+/* A pool's numbers, a device's or pinned host memory's alike; the time its waits cost is
+ * null where the writer's ABI predates it. */
+static void pool_fields(FILE *out, const top_dev *d)
 {
+    const ca_stats_values *v = &d->v;
     field(out, "reserved_bytes", v->reserved_bytes);
     field(out, "allocated_bytes", v->allocated_bytes);
     field(out, "cached_bytes", v->cached_bytes);
@@ -42,6 +44,9 @@ static void pool_fields(FILE *out, const ca_stats_values *v)
     field(out, "oom_recoveries", v->oom_recoveries);
     field(out, "oom_failures", v->oom_failures);
     field(out, "largest_free_block_bytes", v->largest_free_block);
+#define CA_JSON_WAIT_(name, kind, help) maybe(out, #name, d->has_waits, d->w.name);
+    CA_STATS_WAIT_FIELDS(CA_JSON_WAIT_)
+#undef CA_JSON_WAIT_
 }
 
 void top_report_json(FILE *out, const top_list *l)
@@ -59,7 +64,7 @@ void top_report_json(FILE *out, const top_list *l)
         fputs(",\"devices\":[", out);
         for (unsigned k = 0; k < p->ndev; k++) {
             fprintf(out, "%s{\"device\":%u", k ? "," : "", p->dev[k].device);
-            pool_fields(out, &p->dev[k].v);
+            pool_fields(out, &p->dev[k]);
             maybe(out, "device_total_bytes", p->dev[k].has_mem, p->dev[k].mem_total);
             maybe(out, "device_free_bytes", p->dev[k].has_mem, p->dev[k].mem_free);
             field(out, "given_to_neighbours_bytes", p->dev[k].given);
@@ -70,7 +75,7 @@ void top_report_json(FILE *out, const top_list *l)
         fputs("],\"host\":", out);
         if (p->has_host) {
             fputs("{\"pool\":\"pinned\"", out);
-            pool_fields(out, &p->host.v);
+            pool_fields(out, &p->host);
             fputc('}', out);
         } else {
             fputs("null", out);

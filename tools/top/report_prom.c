@@ -2,7 +2,9 @@
  * OpenMetrics 1.0.0 (families named without the counters' _total, which their samples carry;
  * the text ends with "# EOF") or the text format 0.0.4 (a counter's HELP and TYPE name its
  * sample, _total included). One family per statistics field, named cachealloc_<field> in base
- * units. A process's pinned host memory is a pool of the same families with device="host".
+ * units: a counter of nanoseconds (kind T of abi.h) is exported in seconds, its _ns become
+ * _seconds, and only for writers that publish it (ABI version 5). A process's pinned host
+ * memory is a pool of the same families with device="host".
  * Dead processes are left out: their numbers are no longer true. So is a device the process
  * has not named yet (its monitor thread asks the driver in its first round): its series
  * would otherwise change labels, and be two series, within a quarter of a second. */
@@ -45,7 +47,7 @@ static void proc_labels(prom *pm, const top_proc *p)
 }
 
 static void sample(prom *pm, const top_proc *p, const top_dev *d, const char *name,
-                   int counter, uint64_t v)
+                   int counter, uint64_t v, int ns)
 {
     fprintf(pm->out, "cachealloc_%s%s{", name, counter ? "_total" : "");
     proc_labels(pm, p);
@@ -64,22 +66,34 @@ static void sample(prom *pm, const top_proc *p, const top_dev *d, const char *na
         top_label_escape(pm->out, d->pci_bus_id);
         fputc('"', pm->out);
     }
-    fprintf(pm->out, "} %llu\n", (unsigned long long)v);
+    if (ns)
+        fprintf(pm->out, "} %llu.%09llu\n", (unsigned long long)(v / 1000000000u),
+                (unsigned long long)(v % 1000000000u));
+    else
+        fprintf(pm->out, "} %llu\n", (unsigned long long)v);
 }
 
-/* One statistics field of every pool of every live process. */
-static void field(prom *pm, const char *name, const char *help, int counter, size_t off)
+/* One statistics field of every pool of every live process: the u64 at off in top_dev, of
+ * kind G, C or T (abi.h); waits: a field of w, left out where it was not published. */
+static void field(prom *pm, const char *name, const char *help, char kind, size_t off,
+                  int waits)
 {
-    family(pm, name, help, counter);
+    char seconds[64];
+    size_t len = strlen(name);
+    if (kind == 'T' && len > 3 && len - 3 < sizeof seconds - 8) { /* x_ns: x_seconds */
+        snprintf(seconds, sizeof seconds, "%.*s_seconds", (int)(len - 3), name);
+        name = seconds;
+    }
+    family(pm, name, help, kind != 'G');
     for (unsigned i = 0; i < pm->l->n; i++) {
         const top_proc *p = &pm->l->procs[i];
         for (unsigned k = 0; p->alive && k <= p->ndev; k++) {
             const top_dev *d = k < p->ndev ? &p->dev[k] : p->has_host ? &p->host : NULL;
             uint64_t v;
-            if (!d || (k < p->ndev && !d->named))
+            if (!d || (k < p->ndev && !d->named) || (waits && !d->has_waits))
                 continue;
-            memcpy(&v, (const char *)&d->v + off, sizeof v);
-            sample(pm, p, d, name, counter, v);
+            memcpy(&v, (const char *)d + off, sizeof v);
+            sample(pm, p, d, name, kind != 'G', v, kind == 'T');
         }
     }
 }
@@ -97,7 +111,7 @@ static void device_field(prom *pm, const char *name, const char *help, size_t of
                 continue;
             uint64_t v;
             memcpy(&v, (const char *)&p->dev[k] + offset, sizeof v);
-            sample(pm, p, &p->dev[k], name, counter, v);
+            sample(pm, p, &p->dev[k], name, counter, v, 0);
         }
     }
 }
@@ -126,9 +140,13 @@ void top_report_prometheus(FILE *out, const top_list *l, int openmetrics)
     /* Base units in the name: the one field whose name lacks them gets them here. */
 #define CA_PROM_FAMILY_(name, kind, help)                                                     \
     field(&pm, strcmp(#name, "largest_free_block") ? #name : "largest_free_block_bytes", help, \
-          #kind[0] == 'C', offsetof(ca_stats_values, name));
+          #kind[0], offsetof(top_dev, v) + offsetof(ca_stats_values, name), 0);
     CA_STATS_FIELDS(CA_PROM_FAMILY_)
 #undef CA_PROM_FAMILY_
+#define CA_PROM_WAIT_(name, kind, help)                                                       \
+    field(&pm, #name, help, #kind[0], offsetof(top_dev, w) + offsetof(ca_stats_waits, name), 1);
+    CA_STATS_WAIT_FIELDS(CA_PROM_WAIT_)
+#undef CA_PROM_WAIT_
     device_field(&pm, "device_total_bytes", "Device memory in all, as the driver reports it",
                  offsetof(top_dev, mem_total), 0);
     device_field(&pm, "device_free_bytes", "Device memory free, as the driver reports it",

@@ -25,7 +25,6 @@ static void device_lines(FILE *out, const top_list *l)
 
 void top_report_text(FILE *out, const top_list *l)
 {
-    static const int width[COL_COUNT] = {7, 8, 4, 4, 10, 10, 10, 10, 10, 6, 8, 6, 0};
     top_row *rows;
     unsigned n = top_rows_build(l, &rows);
     top_rows_sort(rows, n, COL_PID);
@@ -34,7 +33,7 @@ void top_report_text(FILE *out, const top_list *l)
         if (c == COL_COMMAND)
             fprintf(out, "%s\n", top_col_title[c]);
         else
-            fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", width[c],
+            fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", top_col_width[c],
                     top_col_title[c]);
     }
     for (unsigned i = 0; i < n; i++) {
@@ -44,7 +43,8 @@ void top_report_text(FILE *out, const top_list *l)
             if (c == COL_COMMAND)
                 fprintf(out, "%s%s\n", top_row_status(rows[i].proc), cell);
             else
-                fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ", width[c], cell);
+                fprintf(out, c <= COL_USER || c == COL_API ? "%-*s " : "%*s ",
+                        top_col_width[c], cell);
         }
     }
     if (n == 0)

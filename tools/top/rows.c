@@ -8,8 +8,10 @@
 
 const char *const top_col_title[COL_COUNT] = {
     "PID", "USER", "DEV", "API", "RESERVED", "ALLOCATED", "CACHED", "PENDING",
-    "PEAK", "HIT%", "AVOIDED", "OOMREC", "COMMAND",
+    "PEAK", "HIT%", "AVOIDED", "OOMREC", "WAITMS", "COMMAND",
 };
+
+const int top_col_width[COL_COUNT] = {7, 8, 4, 4, 10, 10, 10, 10, 10, 6, 8, 6, 9, 0};
 
 unsigned top_rows_build(const top_list *l, top_row **rows)
 {
@@ -39,6 +41,13 @@ double top_hit_rate(const top_dev *d)
     return 100.0 * (double)d->v.cache_hits / (double)d->v.alloc_calls;
 }
 
+uint64_t top_wait_ns(const top_dev *d)
+{
+    if (!d || !d->has_waits)
+        return 0;
+    return d->w.sync_wait_ns + d->w.fence_wait_ns + d->w.grow_ns;
+}
+
 uint64_t top_avoided(const top_dev *d)
 {
     if (!d || d->v.driver_alloc_calls > d->v.alloc_calls)
@@ -59,6 +68,7 @@ static uint64_t num(const top_row *r, top_col c)
     case COL_PEAK: return d->v.peak_reserved_bytes;
     case COL_AVOIDED: return top_avoided(d);
     case COL_OOM: return d->v.oom_recoveries;
+    case COL_WAITS: return top_wait_ns(d);
     case COL_DEV: return d->device;
     default: return 0;
     }
@@ -146,6 +156,12 @@ void top_cell(const top_row *r, top_col c, char *buf, size_t len)
     }
     case COL_AVOIDED: snprintf(buf, len, "%llu", (unsigned long long)top_avoided(d)); break;
     case COL_OOM: snprintf(buf, len, "%llu", (unsigned long long)d->v.oom_recoveries); break;
+    case COL_WAITS: /* milliseconds; "-" where the writer's ABI predates the figure */
+        if (d->has_waits)
+            snprintf(buf, len, "%.1f", (double)top_wait_ns(d) / 1e6);
+        else
+            snprintf(buf, len, "-");
+        break;
     case COL_COMMAND: snprintf(buf, len, "%s", r->proc->cmdline); break;
     default: top_human_size(num(r, c), buf, len); break;
     }

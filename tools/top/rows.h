@@ -7,7 +7,7 @@
 
 typedef enum top_col {
     COL_PID, COL_USER, COL_DEV, COL_API, COL_RESERVED, COL_ALLOCATED, COL_CACHED, COL_PENDING,
-    COL_PEAK, COL_HIT, COL_AVOIDED, COL_OOM, COL_COMMAND, COL_COUNT
+    COL_PEAK, COL_HIT, COL_AVOIDED, COL_OOM, COL_WAITS, COL_COMMAND, COL_COUNT
 } top_col;
 
 typedef struct top_row {
@@ -16,8 +16,9 @@ typedef struct top_row {
                            * device is CA_STATS_HOST_DEVICE */
 } top_row;
 
-/* Column titles, indexed by top_col. */
+/* Column titles and widths (0: the last, as wide as the line), indexed by top_col. */
 extern const char *const top_col_title[COL_COUNT];
+extern const int top_col_width[COL_COUNT];
 
 /* One row per (process, device) of l, and per process pinning host memory, into *rows
  * (malloc'd); returns the count. */
@@ -28,6 +29,10 @@ void top_rows_sort(top_row *rows, unsigned n, top_col col);
 
 /* Cache hit rate in percent, or -1 when there were no allocations. */
 double top_hit_rate(const top_dev *d);
+
+/* Nanoseconds the cache's own waits cost (synchronizations, fences, growth); 0 when the
+ * writer does not publish them. */
+uint64_t top_wait_ns(const top_dev *d);
 
 /* Allocations the cache answered without the driver. */
 uint64_t top_avoided(const top_dev *d);

@@ -26,13 +26,6 @@ static void copy_field(char *dst, const char *src, size_t len)
     dst[i] = '\0';
 }
 
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* The header fields that locate records, checked for sanity. */
 static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char *why,
                            size_t whylen)
@@ -47,7 +40,8 @@ static int header_geometry(const void *buf, size_t len, ca_stats_header *h, char
         return fail(why, whylen, "unsupported ABI version");
     if (h->header_size != sizeof *h)
         return fail(why, whylen, "unexpected header size");
-    if (h->record_size != sizeof(ca_stats_record))
+    /* Each version's own size: a version 4 segment has the shorter records (abi.h). */
+    if (h->record_size != ca_stats_record_size(h->abi_version))
         return fail(why, whylen, "unexpected record size");
     if (h->device_capacity > CA_STATS_MAX_RECORDS)
         return fail(why, whylen, "device capacity too large");
@@ -96,6 +90,15 @@ unsigned top_seg_records_used(const void *buf, size_t len, unsigned *idx, unsign
     return n;
 }
 
+/* Record i of a valid segment, at its version's size, the words it lacks 0. */
+static void read_record(const unsigned char *base, const ca_stats_header *h, size_t i, void *rec)
+{
+    const unsigned char *r = base + h->header_size + i * h->record_size;
+    memset(rec, 0, sizeof(ca_stats_record));
+    memcpy(rec, r, h->record_size < sizeof(ca_stats_record) ? h->record_size
+                                                            : sizeof(ca_stats_record));
+}
+
 int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top_proc *out,
                   char *why, size_t whylen)
 {
@@ -127,10 +130,9 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
     }
     const unsigned char *base = buf;
     for (unsigned i = 0; i < h.device_used; i++) {
-        const unsigned char *r = base + h.header_size + (size_t)i * h.record_size;
         ca_stats_record rec;
-        memcpy(&rec, r, sizeof rec);
-        if (rd64(r) & 1u) {
+        read_record(base, &h, i, &rec);
+        if (rec.seq & 1u) {
             out->nbusy++;
             continue;
         }
@@ -147,12 +149,12 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
             d->mem_free = rec.mem_free_bytes;
         }
         d->given = h.abi_version >= 3 ? rec.given_bytes : 0; /* a spare word before */
+        d->has_waits = h.abi_version >= 5;
+        d->w = rec.w;
         d->named = i >= h.ident_records; /* no ident record: no names to wait for */
         if (i < h.ident_records) {
-            const unsigned char *ir =
-                base + h.header_size + (size_t)(h.device_capacity + h.host_records + i) * h.record_size;
             ca_stats_ident id;
-            memcpy(&id, ir, sizeof id);
+            read_record(base, &h, (size_t)h.device_capacity + h.host_records + i, &id);
             if (!(id.seq & 1u) && id.known && id.device == i) {
                 d->named = 1;
                 copy_field(d->uuid, id.uuid, sizeof d->uuid);
@@ -162,15 +164,16 @@ int top_seg_parse(const void *buf, size_t len, long want_uid, long want_pid, top
     }
     /* The first host record is the pool of pinned memory; later ones are for later writers. */
     if (h.host_records) {
-        const unsigned char *r = base + h.header_size + (size_t)h.device_capacity * h.record_size;
         ca_stats_record rec;
-        memcpy(&rec, r, sizeof rec);
-        if (rd64(r) & 1u)
+        read_record(base, &h, h.device_capacity, &rec);
+        if (rec.seq & 1u)
             out->nbusy++;
         else if (rec.in_use && rec.device == CA_STATS_HOST_DEVICE) {
             out->has_host = 1;
             out->host.device = CA_STATS_HOST_DEVICE;
             out->host.v = rec.v;
+            out->host.has_waits = h.abi_version >= 5;
+            out->host.w = rec.w;
         }
     }
     return 0;

@@ -15,6 +15,8 @@ typedef struct top_dev {
     uint64_t mem_total;     /* as the driver reported it to the process; 0 without      */
     uint64_t mem_free;
     uint64_t given;         /* released at neighbours' requests (ABI version 3; 0 before) */
+    int has_waits;          /* the writer published w (ABI version 5)                    */
+    ca_stats_waits w;       /* the time the cache's own waits cost; 0 without            */
     char uuid[CA_STATS_UUID_LEN];      /* as the driver names the device; "" unknown (v4)  */
     char pci_bus_id[CA_STATS_PCI_LEN]; /* likewise                                        */
     int named;              /* the names are final: asked of the driver, or never will be   */
