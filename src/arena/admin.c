@@ -120,8 +120,10 @@ void ca_device_resetting(ca_arena *a, int dev)
      * pages first, once the device is idle (waited for unlocked, as every wait). The
      * bookkeeping goes with ca_device_reset; should the reset fail, the blocks there are lost
      * with their memory. */
+    uint64_t t0 = ca_now_ns();
     a->be.device_synchronize(a->be.ctx, d->id);
     lock_quiet(d);
+    d->st.sync_wait_ns += ca_now_ns() - t0;
     if (!d->ranges_gone) {
         ca_expand_teardown(a, d);
         d->ranges_gone = true;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "arena/internal.h"
+#include "base/clock.h"
 
 /* b's pages were just unmapped: it joins the holes, merged with its unmapped neighbours, so
  * that a later growth sees the whole gap. */
@@ -178,11 +179,14 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
         if (unproven)
             d->st.device_syncs++;
         __atomic_store_n(&d->unmapping, d->unmapping + 1, __ATOMIC_RELAXED);
+        uint64_t t0 = ca_now_ns();
         ca_window_begin(d);
         int sync = unproven ? a->be.device_synchronize(a->be.ctx, d->id) : CA_OK;
+        uint64_t waited = unproven ? ca_now_ns() - t0 : 0;
         for (int i = 0; i < n && sync == CA_OK; i++)
             ok[i] = a->be.vmm_unmap(a->be.ctx, d->id, (void *)v[i]->addr, v[i]->size) == CA_OK;
         ca_window_end(d);
+        d->st.sync_wait_ns += waited;
         if (unproven && sync == CA_OK)
             ca_reuse_synced(d, token);
     }

@@ -20,7 +20,10 @@
 static void waited(ca_arena *a, ca_device *d, uint64_t t0, bool events)
 {
     uint64_t ns = ca_now_ns() - t0;
-    (void)events;
+    if (events) { /* a synchronization counts itself (ca_reuse_sync) */
+        d->st.fence_wait_ns += ns;
+        d->st.fence_waits++;
+    }
     if (a->cfg.fences == CA_FENCES_AUTO)
         ca_price_spent(&d->reuse.price, ns);
 }

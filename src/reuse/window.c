@@ -3,6 +3,7 @@
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
 #include "arena/internal.h"
+#include "base/clock.h"
 #include "base/ca_assert.h"
 
 void ca_window_begin(ca_device *d)
@@ -58,14 +59,18 @@ int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone)
     d->st.device_syncs++;
     if (alone)
         __atomic_store_n(&d->reuse.switching, 1, __ATOMIC_RELEASE);
+    uint64_t t0 = ca_now_ns();
     ca_window_begin(d);
     int rc = a->be.device_synchronize(a->be.ctx, d->id);
+    uint64_t waited = ca_now_ns() - t0;
     if (!alone) {
         ca_window_end(d);
+        d->st.sync_wait_ns += waited;
         return rc;
     }
     /* Not ca_window_end: it would wait for this very switch. */
     ca_lock_acquire(&d->lock);
+    d->st.sync_wait_ns += waited;
     __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
     ca_futex_wake_all(&d->reuse.switching);
     window_closed(d);

@@ -27,16 +27,18 @@ static fake_device dev;
 static ca_backend be;
 static ca_arena *A;
 
-static void start(void)
+static void start_with(ca_fences_kind fences)
 {
     fake_init(&dev, &be, (uint64_t)64 << 30);
-    ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = CA_REUSE_SAFE,
+    ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = CA_REUSE_SAFE, .fences = fences,
                      .release_threshold = UINT64_MAX, .max_split = UINT64_MAX, .quiet = 1};
     A = ca_arena_create(&be, &cfg);
     memset(freed, 0, sizeof freed);
     /* A non-blocking stream: plain frees now wait for fences that include it. */
     ca_stream_created(A, 0, S1, 1);
 }
+
+static void start(void) { start_with(CA_FENCES_EVENTS); }
 
 static void stop(void)
 {
@@ -104,7 +106,46 @@ static void test_one_size_loop_stays_bounded(void **state)
     }
     assert_true(dev.allocs <= 2);
     assert_true(dev.event_syncs > 0); /* it waited: nothing completes otherwise */
+    /* The statistics count those waits and their time; the one device synchronization is the
+     * switch to fences, at the stream's creation. */
+    ca_dev_stats st = stats();
+    assert_true(st.fence_waits > 0 && st.fence_wait_ns > 0);
+    assert_int_equal(st.device_syncs, 1);
     stop();
+}
+
+/* The same loop under the other two policies: CACHEALLOC_FENCES=device synchronizes, counted
+ * with its time; auto (the learned policy) tries both ways, and every reuse is still safe
+ * whichever way is in force when it happens. */
+static void policy_loop(ca_fences_kind fences)
+{
+    start_with(fences);
+    for (int i = 0; i < 2000; i++) {
+        void *p = must(MiB);
+        assert_safe_reuse(p);
+        note_free(p);
+        free_in_use(p);
+        assert_true(stats().reserved_bytes <= 2 * MiB + SMALL_SEGMENT);
+    }
+    ca_dev_stats st = stats();
+    assert_true(st.device_syncs > 1 && st.sync_wait_ns > 0);
+    if (fences == CA_FENCES_DEVICE)
+        assert_true(dev.records == 0 && st.fence_waits == 0);
+    else
+        assert_true(dev.records > 0 && st.fences > 0); /* the events way was tried */
+    stop();
+}
+
+static void test_device_policy_counts_its_syncs(void **state)
+{
+    (void)state;
+    policy_loop(CA_FENCES_DEVICE);
+}
+
+static void test_learned_policy_tries_both_safely(void **state)
+{
+    (void)state;
+    policy_loop(CA_FENCES_AUTO);
 }
 
 static void test_wait_takes_oldest_fence_only(void **state)
@@ -293,6 +334,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_size_loop_stays_bounded),
+        cmocka_unit_test(test_device_policy_counts_its_syncs),
+        cmocka_unit_test(test_learned_policy_tries_both_safely),
         cmocka_unit_test(test_wait_takes_oldest_fence_only),
         cmocka_unit_test(test_ring_of_live_blocks_stays_bounded),
         cmocka_unit_test(test_mixed_sizes_stay_bounded),
