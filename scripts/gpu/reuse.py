@@ -171,8 +171,11 @@ def torch_rows(r, deadline):
 
 
 def torch_row(r, cmd, env, limit, own_result):
+    """One row: its step, wall time, losses against own_result and the cache's counters."""
     rc, text, dt = r.run(cmd, env, limit)
     j = last_json(text) or {}
+    if rc == "timeout" and limit < 90:  # the budget's end, not the program's fault
+        return {"status": "skipped", "why": "out of time"}
     if rc == 77:
         return {"status": "skipped", "why": j.get("skipped", text.strip()[-200:])}
     if rc != 0 or "step_s" not in j:
@@ -230,12 +233,14 @@ def markdown(sec):
 
 
 def torch_line(key, v):
+    """One PyTorch row of report.md."""
     c = v.get("counters") or {}
     ms = lambda f: "%.1f" % (c[f] / 1e6) if f in c else "-"
     n = lambda f: " (%d)" % c[f] if f in c else ""
     cache = v.get("cache") or {}
     same = v.get("same_losses_as_own")
-    status = v["status"] + (": %s" % v["why"] if v.get("why") else "")
+    status = v["status"] + (": %s" % v["why"] if v.get("why") else "") + (
+        " (exit %s)" % v["exit"] if v.get("exit") is not None else "")
     if v.get("counters_why"):
         status += "; counters: %s" % v["counters_why"]
     return "| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s%s | %s%s |" % (

@@ -270,6 +270,28 @@ class TorchRows(unittest.TestCase):
                       "2.100 | 8.0 | no | - / - | - | - | - |", lines)
 
 
+    def test_counters_summed_over_devices_when_published(self):
+        out = json.dumps({"result": ["0x1p+0"], "step_s": 0.0024, "cache_stats": {"devices": [
+            {"device": 0, "sync_wait_ns": 5000, "fence_waits": 2},
+            {"device": 1, "sync_wait_ns": 7000, "fence_waits": 1}]}})
+        r = FakeRun(False, [(0, SUMMARY + out + "\n")])
+        row = check.reuse.torch_row(r, ["w"], {}, 90, ["0x1p+0"])
+        self.assertEqual(row["counters"], {"sync_wait_ns": 12000, "fence_waits": 3})
+        self.assertTrue(row["same_losses_as_own"])
+        self.assertNotIn("counters_why", row)
+
+    def test_counters_absent_say_why(self):
+        out = json.dumps({"result": [], "step_s": 0.0024, "cache_stats": {"devices": [
+            {"device": 0, "reserved_bytes": 2097152}]}})
+        row = check.reuse.torch_row(FakeRun(False, [(0, out + "\n")]), ["w"], {}, 90, None)
+        self.assertEqual(row["counters"], {})
+        self.assertEqual(row["counters_why"], "not in this build's statistics")
+        out = json.dumps({"result": [], "step_s": 0.0024,
+                          "cache_stats": {"error": "no statistics (exit 127: )"}})
+        row = check.reuse.torch_row(FakeRun(False, [(0, out + "\n")]), ["w"], {}, 90, None)
+        self.assertEqual(row["counters_why"], "no statistics (exit 127: )")
+
+
 class Variants(unittest.TestCase):
     def test_a_subset_in_its_order(self):
         self.assertEqual(check.reuse.reuse_table.parse_variants("random:1:4, fixed:0:1"),
