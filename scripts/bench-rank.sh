@@ -55,7 +55,10 @@ for p in "${plist[@]}"; do
 done
 loop=$builddir/tests/bench/bench-loop
 shim=$builddir/shim/libcachealloc.so
-[ -x "$loop" ] && [ -f "$shim" ] || { echo "bench-rank.sh: no build in $builddir" >&2; exit 2; }
+if [ ! -x "$loop" ] || [ ! -f "$shim" ]; then
+    echo "bench-rank.sh: no build in $builddir" >&2
+    exit 2
+fi
 export LD_LIBRARY_PATH=$builddir/tests/simdevice/driver:${CUDA_PATH:-/usr/local/cuda}/lib64
 export SIMDEV_MEMORY=${SIMDEV_MEMORY:-8G} CACHEALLOC_STATS=0
 raw=$(mktemp)

@@ -254,7 +254,10 @@ def torch_line(key, v):
 def summary_line(sec):
     """The section's words in the printed summary table."""
     rows = (sec.get("loops") or {}).get("rows") or {}
-    v = reuse_table.verdict(rows).replace("Verdict: ", "") if rows else "no loops"
+    rs = [reuse_table.ratios(rows[k]) for k in rows]
+    v = ("default >= sync-cache %d/%d, >= 0.95 x best fixed %d/%d" % (
+        sum(1 for a, _ in rs if a is not None and a >= 1), len(rs),
+        sum(1 for _, b in rs if b is not None and b >= 0.95), len(rs)) if rows else "no loops")
     own = (sec.get("torch") or {}).get("own") or {}
     if own.get("step_s") is not None:
         v += "; torch own %.2f ms" % (own["step_s"] * 1e3)
