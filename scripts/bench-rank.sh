@@ -1,71 +1,107 @@
 #!/usr/bin/env bash
-# Which wins each of bench-loop's 12 variants on the simulated driver: the reference that
-# synchronizes the device before each reuse (sync-cache) or the cache, under its default fence
-# policy and under CACHEALLOC_FENCES=events, with the limit (one block a thread, only the
-# memsets) beside them. The same 12 variants as the GPU check's bench section (1 MiB and 1 to
-# 8 MiB, two streams idle or one busy, 1, 4 and 16 threads), so that the table stands beside a
-# GPU's (docs/gpu.md, "The simulator's ranking").
+# Which way of reusing a freed block wins each of bench-loop's 12 variants on the simulated
+# driver, under each of its price profiles: the plain runtime, the reference that synchronizes
+# the device before each reuse (sync-cache), the cache under CACHEALLOC_FENCES=device, =events
+# and its default (unset), the cache with CACHEALLOC_REUSE=sync, and the limit (one block a
+# thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
+# (scripts/gpu/reuse_table.py renders both), so that the tables stand side by side.
 #
-#   scripts/bench-rank.sh [--builddir DIR] [--pairs N] [--runs N]
+#   scripts/bench-rank.sh [--builddir DIR] [--profiles LIST] [--variants LIST]
+#                         [--pairs N] [--runs N]
 #
-# Prints a markdown table of pairs a second, each the median of --runs (default 5) runs of
-# --pairs timed pairs (default 10000), the modes' runs interleaved so that a slow stretch of a
-# shared machine falls on all of them. Builds nothing: DIR (default build-bench) must hold a
-# build.
+# --profiles: SIMDEV_PROFILE values, comma-separated (default provisional,gpu,sync-dear,
+#   events-dear; a value with a '/' is a file of SIMDEV_NAME=value lines, such as the GPU
+#   check's OUTDIR/simdev-profile.env). One markdown table a profile, and a verdict line.
+# --variants: sizes:busy:threads, comma-separated (default all 12: fixed|random, 0|1, 1|4|16),
+#   e.g. fixed:0:1,random:1:4.
+# --pairs: timed pairs a run (default 10000; the plain runtime gets a tenth), after 500 warm-up
+#   pairs a thread. --runs: runs a mode (default 3), interleaved across the modes so that a slow
+#   stretch of a shared machine falls on all of them; each cell is their median. At the
+#   defaults one profile's table takes about two minutes on 2 shared CPUs.
+# Builds nothing: DIR (default build-bench) must hold bench-loop, the shim and the simulator.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+table=$repo/scripts/gpu/reuse_table.py
 builddir=$repo/build-bench
 pairs=10000
-runs=5
+runs=3
+profiles=provisional,gpu,sync-dear,events-dear
+variants=
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
+    [ $# -ge 2 ] || usage
     case $1 in
-    --builddir) builddir=$2; shift 2 ;;
-    --pairs) pairs=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    *) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    --builddir) builddir=$2 ;;
+    --pairs) pairs=$2 ;;
+    --runs) runs=$2 ;;
+    --profiles) profiles=$2 ;;
+    --variants) variants=$2 ;;
+    *) usage ;;
     esac
+    shift 2
 done
 for n in "$pairs" "$runs"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench-rank.sh: not a positive number: $n" >&2; exit 2; }
 done
+[ "$pairs" -ge 10 ] || { echo "bench-rank.sh: --pairs needs at least 10" >&2; exit 2; }
+vlist=$(python3 "$table" variants "${variants:-all}")
+IFS=, read -r -a plist <<<"$profiles"
+for p in "${plist[@]}"; do
+    case $p in
+    */*) [ -f "$p" ] || { echo "bench-rank.sh: no profile file $p" >&2; exit 2; } ;;
+    provisional|gpu|sync-dear|events-dear) ;;
+    *) echo "bench-rank.sh: unknown profile $p (provisional, gpu, sync-dear, events-dear, or a path with a '/')" >&2; exit 2 ;;
+    esac
+done
 loop=$builddir/tests/bench/bench-loop
 shim=$builddir/shim/libcachealloc.so
-[ -x "$loop" ] && [ -f "$shim" ] || { echo "bench-rank.sh: no build in $builddir" >&2; exit 2; }
+if [ ! -x "$loop" ] || [ ! -f "$shim" ]; then
+    echo "bench-rank.sh: no build in $builddir" >&2
+    exit 2
+fi
 export LD_LIBRARY_PATH=$builddir/tests/simdevice/driver:${CUDA_PATH:-/usr/local/cuda}/lib64
 export SIMDEV_MEMORY=${SIMDEV_MEMORY:-8G} CACHEALLOC_STATS=0
+raw=$(mktemp)
+trap 'rm -f "$raw"' EXIT
 
-once() {  # mode sizes busy threads: pairs a second of one run
-    local args=(--sizes "$2" --threads "$4" --streams 2 --busy "$3" --pairs "$pairs"
-                --warmup 500) out
+# The mode's environment and flags come from reuse_table.py's MODES; these lines are its words.
+once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or nothing on failure
+    local n=$pairs args out
+    [ "$1" = plain ] && n=$((pairs / 10))
+    IFS=: read -r sizes busy threads <<<"$2"
+    args=(--sizes "$sizes" --threads "$threads" --streams 2 --busy "$busy" --pairs "$n"
+          --warmup 500)
+    local pre=(env -u LD_PRELOAD -u CACHEALLOC_FENCES -u CACHEALLOC_REUSE)
     case $1 in
-    sync) out=$(env -u LD_PRELOAD "$loop" "${args[@]}" --sync-cache) ;;
-    limit) out=$(env -u LD_PRELOAD "$loop" "${args[@]}" --limit) ;;
-    cache) out=$(env -u CACHEALLOC_FENCES LD_PRELOAD="$shim" "$loop" "${args[@]}") ;;
-    events) out=$(env CACHEALLOC_FENCES=events LD_PRELOAD="$shim" "$loop" "${args[@]}") ;;
+    plain) ;;
+    sync) args+=(--sync-cache) ;;
+    limit) args+=(--limit) ;;
+    device|events) pre+=(CACHEALLOC_FENCES="$1" LD_PRELOAD="$shim") ;;
+    default) pre+=(LD_PRELOAD="$shim") ;;
+    reuse-sync) pre+=(CACHEALLOC_REUSE=sync LD_PRELOAD="$shim") ;;
     esac
-    sed -n 's/^pairs_per_s=//p' <<<"$out"
+    if ! out=$("${pre[@]}" "$loop" "${args[@]}" 2>&1); then
+        echo "bench-rank.sh: $1 $2 failed: $(tail -n 1 <<<"$out")" >&2
+        return 0
+    fi
+    awk -F= -v v="$2" -v m="$1" '
+        { k[$1] = $2 }
+        END { r = (m == "sync") ? k["sync_cache_reserved_bytes"] : k["cache_peak_reserved_bytes"]
+              if (m == "plain" || m == "limit") r = ""
+              if (r == "" && m != "plain" && m != "limit") r = k["peak_reserved_bytes"]
+              printf "%s %s %s %s\n", v, m, k["pairs_per_s"], (r == "" ? "-" : r) }' <<<"$out"
 }
 
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-echo "| loop | threads | sync-cache | cache | cache, events | limit | cache / sync-cache | events / sync-cache |"
-echo "|---|---|---|---|---|---|---|---|"
-for sizes in fixed random; do
-    for busy in 0 1; do
-        name="$([ "$sizes" = fixed ] && echo "1 MiB" || echo "1 to 8 MiB"), $([ "$busy" = 0 ] && echo "idle streams" || echo "one busy")"
-        for t in 1 4 16; do
-            declare -A got=()
-            for ((r = 0; r < runs; r++)); do
-                for m in sync cache events limit; do
-                    got[$m]="${got[$m]:-} $(once "$m" "$sizes" "$busy" "$t")"
-                done
+for p in "${plist[@]}"; do
+    export SIMDEV_PROFILE=$p
+    : >"$raw"
+    for v in $vlist; do
+        for ((r = 0; r < runs; r++)); do
+            for m in plain sync device events default reuse-sync limit; do
+                once "$m" "$v" >>"$raw"
             done
-            # shellcheck disable=SC2086  # the runs' figures, one argument each
-            awk -v n="$name" -v t="$t" -v s="$(median ${got[sync]})" -v c="$(median ${got[cache]})" \
-                -v e="$(median ${got[events]})" -v l="$(median ${got[limit]})" 'BEGIN {
-                printf "| %s | %d | %d | %d | %d | %d | %.2f | %.2f |\n", n, t, s, c, e, l,
-                    (s > 0 ? c / s : 0), (s > 0 ? e / s : 0) }'
-            unset got
         done
     done
+    python3 "$table" render "Profile \`$p\` (SIMDEV_PROFILE=$p): pairs a second, medians of $runs interleaved runs of $pairs pairs (plain: $((pairs / 10))); in brackets the share of the limit and the peak reserved" <"$raw"
+    echo
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check: proves the cache on a real NVIDIA GPU in at most 8 minutes, from a build made
+# The GPU check: proves the cache on a real NVIDIA GPU in at most 13 minutes, from a build made
 # elsewhere (docs/gpu.md).
 #
 #   scripts/gpu-check.sh --pack [BUILDDIR]    here: build, then write gpu-pack/ (a manifest of
@@ -10,9 +10,11 @@
 #                                             here: pack and run the same check on the simulated
 #                                             driver (what needs a GPU or absent Python packages
 #                                             is skipped, and says so)
-# OPTIONS: --budget SECONDS (default 450; 1800 with --sim), --only SECTION[,SECTION]
-# (integration, frameworks, libraries, memcheck, bench), --jobs N (integration tests at once).
-# Writes OUTDIR/report.md, OUTDIR/report.json and OUTDIR/log.txt; prints one summary table.
+# OPTIONS: --budget SECONDS (default 750; 1800 with --sim), --only SECTION[,SECTION]
+# (reuse, integration, frameworks, libraries, memcheck, bench, probes), --jobs N (integration
+# tests at once). Writes OUTDIR/report.md and OUTDIR/report.json (after each section),
+# OUTDIR/log.txt and, from the reuse section's probe, OUTDIR/simdev-profile.env; prints one
+# summary table.
 # Exits 1 when a section failed.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,14 +51,14 @@ case ${1:-} in
     ;;
 --sim)
     shift
-    [ $# -ge 1 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+    [ $# -ge 1 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
     outdir=${*: -1}
     mkdir -p "$outdir"
     build_and_pack "${GPU_CHECK_BUILDDIR:-$repo/build}" "$outdir/pack"
     exec python3 "$check" run --sim --pack-dir "$outdir/pack" "$@"
     ;;
 ""|-h|--help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 *)

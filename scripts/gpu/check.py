@@ -27,8 +27,9 @@ import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 T0 = time.monotonic()  # the budget counts from the start, unpacking included
-SUMMARY_RE = re.compile(r"cachealloc: (\w+): (\d+) allocations served, (\d+) cache hits, "
-                        r"(\d+) driver calls avoided, peak reserved (\d+) bytes")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from outputs import keyvals, last_json, summary  # noqa: E402 - beside this file
+import reuse  # noqa: E402
 
 
 # ------------------------------------------------------------------------------- the pack
@@ -170,8 +171,8 @@ class Run:
         self.save()
 
     def save(self):
-        with open(os.path.join(self.outdir, "report.json"), "w") as f:
-            json.dump(self.report, f, indent=1)
+        """report.json and report.md as they stand: a run cut short keeps what it measured."""
+        write_files(self.outdir, self.report)
 
 
 def find_lib_dirs():
@@ -188,19 +189,6 @@ def find_lib_dirs():
     except Exception:  # noqa: BLE001 - no site packages: nothing to add
         pass
     return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
-
-
-def summary(out):
-    """The cache's exit summary (CACHEALLOC_VERBOSE=1) summed over its lines, or None."""
-    got = SUMMARY_RE.findall(out)
-    if not got:
-        return None
-    return {"served": sum(int(g[1]) for g in got), "hits": sum(int(g[2]) for g in got),
-            "avoided": sum(int(g[3]) for g in got), "peak_reserved": max(int(g[4]) for g in got)}
-
-
-def keyvals(out):
-    return dict(line.split("=", 1) for line in out.splitlines() if re.match(r"^\w+=", line))
 
 
 # ------------------------------------------------------------------------------ sections
@@ -379,16 +367,6 @@ def compare_runs(r, plain, cached, deadline, cap):
     return res
 
 
-def last_json(text):
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
-
-
 # The library programs of tests/gpu/: C programs linked with the shared runtime, then the
 # sorting loops built with nvcc (the static runtime), which print their result and median step
 # time as JSON on their last line.
@@ -458,31 +436,6 @@ def bench(r, deadline):
         if v and "pairs_per_s" in v:
             pairs["runtime.%s.1" % api] = float(v["pairs_per_s"])
     res["pairs"] = pairs
-    # The loops of 1 MiB beside two streams, idle and one busy: plain, sync-cache, the cache, and
-    # the limit (one block a thread, only the memsets: what no allocator can beat).
-    loops = {}
-    n = 2000 if quick else 20000
-    for sizes, busy in ([("fixed", 0), ("fixed", 1)] +
-                        ([] if quick else [("random", 0), ("random", 1)])):
-        for t in ([1, 2] if quick else [1, 4, 16]):
-            for mode in ("plain", "sync", "cache", "events", "limit"):
-                cnt = n // 10 if mode == "plain" else n
-                flag = {"sync": ["--sync-cache"], "limit": ["--limit"]}.get(mode, [])
-                cmd = [os.path.join(b, "bench-loop"), "--sizes", sizes, "--threads", str(t),
-                       "--streams", "2", "--busy", str(busy), "--pairs", str(cnt),
-                       "--warmup", str(max(10, cnt // 20))] + flag
-                # events: the cache with the other fence policy (docs/arena.md, "Pending
-                # memory"), so that the GPU decides between the two.
-                env = {"cache": envc, "events": dict(envc, CACHEALLOC_FENCES="events")}
-                v = kv(cmd, env.get(mode, envp))
-                if v:
-                    loops["%s%s.%s.%d" % ("busy" if busy else "idle",
-                                          "-random" if sizes == "random" else "", mode, t)] = {
-                        k: v.get(k) for k in ("pairs_per_s", "peak_live_bytes", "failures",
-                                               "cache_peak_reserved_bytes",
-                                               "sync_cache_reserved_bytes", "error")
-                        if v.get(k) is not None}
-    res["loops"] = loops
     # Trace replays: plain, the cache, expandable segments, CUB.
     replays = {}
     traces = [os.path.join(SRC, "tests", "bench", "small_trace.csv")]
@@ -536,7 +489,7 @@ def bench(r, deadline):
         rc, out, dt = r.run([demo, it, str(2 << 30)], env, min(120, deadline - time.monotonic()))
         d[label] = {"exit": rc, "wall_s": round(dt, 3), "cache": summary(out)}
     res["demo"] = d
-    errors = [k for k, v in (list(pairs.items()) + list(loops.items()) + list(replays.items()) +
+    errors = [k for k, v in (list(pairs.items()) + list(replays.items()) +
                              list(pinned.items()))
               if (isinstance(v, dict) and "error" in v) or k.endswith(".error")]
     errors += ["demo." + k for k, v in d.items() if v["exit"] != 0]
@@ -558,11 +511,9 @@ def probes(r, deadline):
         rc, out, _ = r.run([prog], env, min(30, deadline - time.monotonic()))
         own = "\n".join(l for l in out.splitlines() if not l.startswith("cachealloc"))
         res["thread_ctx." + label] = {"exit": rc, "output": own[-1200:], "cache": summary(out)}
-    # The driver's prices for the fence calls, allocation and mapped memory, without the cache
-    # (it serves no call the probes make). fence_cost first: the fence policy waits on it (issue
-    # 36), and it prints about 70 lines: keep them all.
-    for name, prog, keep in (("fence_cost", "gpu-fence-cost", 8000),
-                             ("vmm_cost", "gpu-vmm-cost", 4000),
+    # The driver's prices for allocation and mapped memory, without the cache (it serves no call
+    # the probes make). The fence calls' prices are the reuse section's (reuse.py).
+    for name, prog, keep in (("vmm_cost", "gpu-vmm-cost", 4000),
                              ("vmm_threads", "gpu-vmm-threads", 4000),
                              ("pinned", "gpu-pinned-probe", 4000)):
         path = os.path.join(r.build, "tests", "gpu", prog)
@@ -637,6 +588,8 @@ def markdown(rep):
     L += ["| section | status | seconds |", "|---|---|---|"]
     for name, v in s.items():
         L.append("| %s | %s | %s |" % (name, v.get("status"), v.get("seconds", "")))
+    if isinstance(s.get("reuse"), dict) and "probe" in s["reuse"]:
+        L += reuse.markdown(s["reuse"])
     i = s.get("integration")
     if i and "counts" in i:
         c = i["counts"]
@@ -672,27 +625,6 @@ def markdown(rep):
                 L.append("| %s | %s | %s |" % (api, who, " | ".join(
                     pair_cell(p, "%s.%s.%d" % (who, api, t)) for t in (1, 2, 4, 8, 16))))
             L.append("| %s | plain runtime | %s | | | | |" % (api, fmt_rate(p.get("runtime.%s.1" % api))))
-        L += ["", "Loops beside 2 streams, one of them kept busy or not, 1 MiB or 1 to 8 MiB"
-              " (-random) (pairs/s; limit: one block a thread, only the memsets, and each mode's"
-              " share of it):", "",
-              "| streams | threads | plain | sync-cache | cache | cache, events | limit |"
-              " sync-cache / limit | cache / limit | events / limit |"
-              " reserved MiB: sync-cache / cache / events |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for k in sorted({k.rsplit(".", 2)[0] + "." + k.rsplit(".", 1)[1] for k in b["loops"]}):
-            st, t = k.split(".")
-            g = lambda m: b["loops"].get("%s.%s.%s" % (st, m, t), {})
-            mib = lambda v: "%.1f" % (int(v) / 1048576) if v else "-"
-            lim = float(g("limit").get("pairs_per_s") or 0)
-            share = lambda m: "%.1f%%" % (100 * float(g(m)["pairs_per_s"]) / lim) if (
-                lim and g(m).get("pairs_per_s")) else "-"
-            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |" % (
-                st, t, g("plain").get("pairs_per_s", "-"), g("sync").get("pairs_per_s", "-"),
-                g("cache").get("pairs_per_s", "-"), g("events").get("pairs_per_s", "-"),
-                g("limit").get("pairs_per_s", "-"), share("sync"), share("cache"),
-                share("events"), mib(g("sync").get("sync_cache_reserved_bytes")),
-                mib(g("cache").get("cache_peak_reserved_bytes")),
-                mib(g("events").get("cache_peak_reserved_bytes"))))
         L += ["", "Trace replays (3 passes, wall of the first, failures):", "",
               "| trace | mode | wall s | failed allocations | later failures | peak reserved MiB |",
               "|---|---|---|---|---|---|"]
@@ -757,6 +689,8 @@ def print_summary(rep):
         elif name in ("frameworks", "libraries") and (v.get("workloads") or v.get("libraries")):
             d = v.get("workloads") or v.get("libraries")
             fig = ", ".join("%s %s" % (k, x["status"].split(" ")[0]) for k, x in d.items())
+        elif name == "reuse" and "probe" in v:
+            fig = reuse.summary_line(v)
         elif name == "bench" and "pairs" in v:
             p = v["pairs"]
             fig = "pairs/s cache 1 thr %s, cub %s, plain runtime %s" % (
@@ -770,11 +704,11 @@ def print_summary(rep):
         print("%-13s %-8s %7s  %s" % (name, v.get("status"), v.get("seconds", ""), fig[:100]))
 
 
-SECTIONS = ("integration", "frameworks", "libraries", "memcheck", "bench", "probes")
+SECTIONS = ("reuse", "integration", "frameworks", "libraries", "memcheck", "bench", "probes")
 
 
-def write_report(outdir, rep):
-    """report.json, report.md and the summary table; never lets a report error lose the run."""
+def write_files(outdir, rep):
+    """report.json and report.md; a report error never loses the JSON."""
     with open(os.path.join(outdir, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     try:
@@ -784,6 +718,11 @@ def write_report(outdir, rep):
             type(e).__name__, e)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(text)
+
+
+def write_report(outdir, rep):
+    """report.json, report.md and the summary table."""
+    write_files(outdir, rep)
     try:
         print_summary(rep)
     except Exception as e:  # noqa: BLE001
@@ -825,9 +764,11 @@ def check_build(args, build, manifest, only):
         # tree: without it there, they load the real one.
         shutil.rmtree(os.path.join(build, "tests", "simdevice"), ignore_errors=True)
     r = Run(args, build, manifest)
-    # The verdicts first (memcheck is cheap), the figures last: what runs out of time is
-    # reported as skipped "out of time".
-    sections = [("environment", 20, environment), ("integration", 120, integration),
+    # The reuse figures first (the open question of issue 44, so that a GPU lent for a few
+    # minutes answers it), then the verdicts (memcheck is cheap), the other figures last: what
+    # runs out of time is reported as skipped "out of time".
+    sections = [("environment", 20, environment), ("reuse", 300, reuse.section),
+                ("integration", 120, integration),
                 ("frameworks", 150, frameworks), ("libraries", 40, libraries),
                 ("memcheck", 40, memcheck), ("bench", 150, bench), ("probes", 45, probes)]
     for name, share, fn in sections:
@@ -853,12 +794,12 @@ def main():
     c.add_argument("--pack-dir", required=True)
     c.add_argument("--sim", action="store_true")
     c.add_argument("--budget", type=float, default=0,
-                   help="seconds (default 450; with --sim 1800, so a slow CI machine is no failure)")
+                   help="seconds (default 750; with --sim 1800, so a slow CI machine is no failure)")
     c.add_argument("--jobs", type=int, default=0)
     c.add_argument("--only", default="")
     a = ap.parse_args()
     if a.cmd == "run" and not a.budget:
-        a.budget = 1800 if a.sim else 450
+        a.budget = 1800 if a.sim else 750
     if a.cmd == "pack":
         n, f = pack(a.builddir, a.packdir, a.traces)
         print("gpu-check: packed %d tests and %d files into %s" % (n, f, a.packdir))

@@ -5,10 +5,13 @@
 
 Prints one JSON object on its last line: "result" (numbers that must be identical with and
 without the cache, floats as hex strings so that equality is exact), "step_s" (median time of a
-step after warm-up) and "steps". Exits 77 when the framework is not installed or sees no GPU.
+step after warm-up) and "steps"; with GPU_CHECK_TOP set (the path of cachealloc-top), the PyTorch
+workloads add "cache_stats": the cache's statistics of the process as that tool reads them.
+Exits 77 when the framework is not installed or sees no GPU.
 """
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -21,6 +24,25 @@ def skip(why):
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else 0.0
+
+
+def cache_stats():
+    """The cache's statistics of this process, per device, as cachealloc-top --json reads them
+    while the process lives (GPU_CHECK_TOP names the tool), or why there are none."""
+    top = os.environ.get("GPU_CHECK_TOP")
+    if not top:
+        return None
+    time.sleep(0.3)  # the cache's monitor thread publishes every 250 ms
+    try:
+        p = subprocess.run([top, "--json", "--pid", str(os.getpid())], capture_output=True,
+                           text=True, errors="replace", timeout=20)
+        procs = json.loads(p.stdout or "{}").get("processes", [])
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+    devs = [d for pr in procs for d in pr.get("devices", [])]
+    if not devs:
+        return {"error": "no statistics (exit %s: %s)" % (p.returncode, p.stderr.strip()[-200:])}
+    return {"devices": devs}
 
 
 def torch_train(pluggable=None):
@@ -59,8 +81,12 @@ def torch_train(pluggable=None):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
-    return {"result": [float(v).hex() for v in losses], "first_loss": losses[0],
-            "last_loss": losses[-1], "step_s": median(times[5:]), "steps": len(times)}
+    res = {"result": [float(v).hex() for v in losses], "first_loss": losses[0],
+           "last_loss": losses[-1], "step_s": median(times[5:]), "steps": len(times)}
+    stats = cache_stats()
+    if stats is not None:
+        res["cache_stats"] = stats
+    return res
 
 
 def cupy_libs():

@@ -7,9 +7,11 @@ Usage: test_gpu_report.py PATH/TO/scripts/gpu/check.py
 """
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 import time
+import types
 import unittest
 
 spec = importlib.util.spec_from_file_location("gpu_check", sys.argv[1])
@@ -132,23 +134,175 @@ class Markdown(unittest.TestCase):
         self.assertIn("| torch | same | 5.300 / 2.900 | 9.1 / 8.0 | - / - / - |", lines)
 
 
-class LoopTable(unittest.TestCase):
-    """The loops' table: both fence policies beside sync-cache, each as a share of the limit, and
-    what each holds."""
+# The gpu-fence-cost probe's lines that the simulator's profile is made of (tests/gpu/fence_cost.c).
+PROBE = """memset64MiB.us=812.5 calls=256 rounds=7
+idle.t1.notiming.cuEventRecord.us=1.25
+idle.t1.notiming.cuEventQuery.done.us=0.40
+idle.t1.notiming.cuStreamWaitEvent.done.us=0.90
+idle.t1.cuStreamQuery.idle.us=0.50
+idle.t1.cuCtxSynchronize.us=1.10
+idle.t1.cuMemsetD8Async.8B.us=2.50
+idle.t1.cuMemsetD8Async.8B.until_done.us=7.00
+idle.t1.cuMemsetD8Async.8B+cuCtxSynchronize.us=6.25
+busy.t1.cuStreamQuery.busy.us=0.70
+drain.us=900
+"""
 
-    def test_policies_and_reserved_side_by_side(self):
-        loops = {"idle.sync.1": {"pairs_per_s": "100000", "sync_cache_reserved_bytes": "2097152"},
-                 "idle.cache.1": {"pairs_per_s": "150000",
-                                  "cache_peak_reserved_bytes": "4194304"},
-                 "idle.events.1": {"pairs_per_s": "50000",
-                                   "cache_peak_reserved_bytes": "3145728"},
-                 "idle.limit.1": {"pairs_per_s": "200000"},
-                 "idle.plain.1": {"pairs_per_s": "9000"}}
-        rep = {"mode": "real", "sections": {"bench": {
-            "status": "ok", "pairs": {}, "loops": loops, "replays": {}}}}
-        lines = check.markdown(rep).splitlines()
-        self.assertIn("| idle | 1 | 9000 | 100000 | 150000 | 50000 | 200000 | 50.0% | 75.0% | "
-                      "25.0% | 2.0 / 4.0 / 3.0 |", lines)
+# bench-loop stood in for: each mode's rate and what it held, read from its flags and the
+# environment the check gives it. Its first call snapshots report.md: what the check had saved
+# before the loops began.
+FAKE_LOOP = """#!/bin/bash
+[ -f "$FAKE_OUT/before-loops.md" ] || cp "$FAKE_OUT/report.md" "$FAKE_OUT/before-loops.md"
+case " $* " in
+*" --sync-cache "*) echo pairs_per_s=100; echo sync_cache_reserved_bytes=2097152 ;;
+*" --limit "*) echo pairs_per_s=400 ;;
+*) if [ -z "$LD_PRELOAD" ]; then echo pairs_per_s=10
+   elif [ "$CACHEALLOC_FENCES" = device ]; then echo pairs_per_s=200
+   elif [ "$CACHEALLOC_FENCES" = events ]; then echo pairs_per_s=160
+   elif [ "$CACHEALLOC_REUSE" = sync ]; then echo pairs_per_s=120
+   else echo pairs_per_s=220; fi
+   [ -n "$LD_PRELOAD" ] && echo cache_peak_reserved_bytes=4194304 ;;
+esac
+echo failures=0
+"""
+
+ROW = ("| 1 MiB, idle streams | 1 | 10 (2%) | 100 (25%, 2.0 MiB) | 200 (50%, 4.0 MiB) | "
+       "160 (40%, 4.0 MiB) | 220 (55%, 4.0 MiB) | 120 (30%, 4.0 MiB) | 400 | 2.20 | 1.10 |")
+
+
+def program(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
+class ReuseSection(unittest.TestCase):
+    """The reuse section on the simulator's terms, with its programs stood in for: the report
+    after each part, its table, and the simulator's profile from the probe's prices."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "out")
+        self.build = os.path.join(self.tmp.name, "build")
+        os.makedirs(self.out)
+        program(os.path.join(self.build, "tests", "gpu", "gpu-fence-cost"),
+                "#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % PROBE)
+        program(os.path.join(self.build, "tests", "bench", "bench-loop"), FAKE_LOOP)
+        os.environ["FAKE_OUT"] = self.out
+        args = types.SimpleNamespace(sim=True, outdir=self.out, budget=600, jobs=1)
+        self.r = check.Run(args, self.build, {"commit": "abc1234"})
+
+    def tearDown(self):
+        self.r.log.close()
+        self.tmp.cleanup()
+
+    def read(self, name):
+        with open(os.path.join(self.out, name)) as f:
+            return f.read()
+
+    def test_figures_table_and_verdict(self):
+        self.r.section("reuse", 300, check.reuse.section)
+        sec = self.r.report["sections"]["reuse"]
+        self.assertEqual(sec["status"], "ok")
+        lines = self.read("report.md").splitlines()
+        self.assertIn(ROW, lines)
+        self.assertIn("Verdict: default >= sync-cache in 12 of 12 variants; default >= 0.95 x "
+                      "the best fixed policy (device, events) in 12 of 12", lines)
+        self.assertIn("| own | PyTorch's own caching allocator | skipped: needs a GPU (the "
+                      "simulated driver runs no kernel) | - | - | - | - / - | - | - | - |", lines)
+        self.assertEqual(json.loads(self.read("report.json"))["sections"]["reuse"]["loops"]
+                         ["rows"]["random:1:16"]["default"]["pairs_per_s"], 220.0)
+
+    def test_report_saved_before_the_loops(self):
+        self.r.section("reuse", 300, check.reuse.section)
+        before = self.read("before-loops.md")
+        self.assertIn("| SIMDEV_LAUNCH_US | 2.5 |", before)
+        self.assertNotIn(ROW, before)
+
+    def test_report_after_each_section(self):
+        self.r.section("reuse", 300, check.reuse.section)
+
+        def broken(r, deadline):  # the next section finds the last one's figures on disk
+            self.assertIn(ROW, self.read("report.md").splitlines())
+            raise RuntimeError("cut short")
+
+        self.r.section("integration", 60, broken)
+        md = self.read("report.md")
+        self.assertIn(ROW, md.splitlines())
+        self.assertIn("| integration | error |", md)
+
+    def test_profile_file(self):
+        self.r.section("reuse", 300, check.reuse.section)
+        text = self.read("simdev-profile.env")
+        values = dict(l.split("=", 1) for l in text.splitlines() if not l.startswith("#"))
+        self.assertEqual(values, {
+            "SIMDEV_LAUNCH_US": "2.5", "SIMDEV_OP_LATENCY_US": "6.5", "SIMDEV_SYNC_US": "3.75",
+            "SIMDEV_EVENT_RECORD_US": "1.25", "SIMDEV_EVENT_QUERY_US": "0.4",
+            "SIMDEV_STREAM_QUERY_US": "0.5", "SIMDEV_STREAM_WAIT_US": "0.9"})
+        self.assertIn("# GPU: the simulated driver (tests/simdevice)", text)
+        self.assertIn("# pack commit: abc1234", text)
+
+    def test_no_prices_no_profile(self):
+        program(os.path.join(self.build, "tests", "gpu", "gpu-fence-cost"), "#!/bin/sh\nexit 1\n")
+        self.r.section("reuse", 300, check.reuse.section)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "simdev-profile.env")))
+        self.assertIn("No profile file: the probe gave no prices (exit 1)", self.read("report.md"))
+
+
+class TorchRows(unittest.TestCase):
+    def test_counters_beside_the_cached_rows(self):
+        sec = {"status": "ok", "probe": {"status": "ok"}, "torch": {
+            "own": {"status": "ok", "what": "own", "step_s": 0.0022, "wall_s": 9.0},
+            "nocache-cache": {"status": "ok", "what": "cached", "step_s": 0.0024, "wall_s": 8.1,
+                              "same_losses_as_own": True,
+                              "cache": {"served": 1667, "hits": 1653},
+                              "counters": {"sync_wait_ns": 12500000, "fence_wait_ns": 3000000,
+                                           "fence_waits": 40, "grow_ns": 800000, "growths": 7}},
+            "pluggable": {"status": "ok", "what": "pluggable", "step_s": 0.0021, "wall_s": 8.0,
+                          "same_losses_as_own": False, "counters": {},
+                          "counters_why": "not in this build's statistics"}}}
+        lines = check.reuse.markdown(sec)
+        self.assertIn("| own | own | ok | 2.200 | 9.0 | - | - / - | - | - | - |", lines)
+        self.assertIn("| nocache-cache | cached | ok | 2.400 | 8.1 | yes | 1667 / 1653 | 12.5 | "
+                      "3.0 (40) | 0.8 (7) |", lines)
+        self.assertIn("| pluggable | pluggable | ok; counters: not in this build's statistics | "
+                      "2.100 | 8.0 | no | - / - | - | - | - |", lines)
+
+
+    def test_counters_summed_over_devices_when_published(self):
+        out = json.dumps({"result": ["0x1p+0"], "step_s": 0.0024, "cache_stats": {"devices": [
+            {"device": 0, "sync_wait_ns": 5000, "fence_waits": 2},
+            {"device": 1, "sync_wait_ns": 7000, "fence_waits": 1}]}})
+        r = FakeRun(False, [(0, SUMMARY + out + "\n")])
+        row = check.reuse.torch_row(r, ["w"], {}, 90, ["0x1p+0"])
+        self.assertEqual(row["counters"], {"sync_wait_ns": 12000, "fence_waits": 3})
+        self.assertTrue(row["same_losses_as_own"])
+        self.assertNotIn("counters_why", row)
+
+    def test_counters_absent_say_why(self):
+        out = json.dumps({"result": [], "step_s": 0.0024, "cache_stats": {"devices": [
+            {"device": 0, "reserved_bytes": 2097152}]}})
+        row = check.reuse.torch_row(FakeRun(False, [(0, out + "\n")]), ["w"], {}, 90, None)
+        self.assertEqual(row["counters"], {})
+        self.assertEqual(row["counters_why"], "not in this build's statistics")
+        out = json.dumps({"result": [], "step_s": 0.0024,
+                          "cache_stats": {"error": "no statistics (exit 127: )"}})
+        row = check.reuse.torch_row(FakeRun(False, [(0, out + "\n")]), ["w"], {}, 90, None)
+        self.assertEqual(row["counters_why"], "no statistics (exit 127: )")
+
+
+class Variants(unittest.TestCase):
+    def test_a_subset_in_its_order(self):
+        self.assertEqual(check.reuse.reuse_table.parse_variants("random:1:4, fixed:0:1"),
+                         ["random:1:4", "fixed:0:1"])
+        self.assertEqual(len(check.reuse.reuse_table.parse_variants("all")), 12)
+
+    def test_a_bad_variant_is_named(self):
+        for bad in ("fixed:2:1", "big:0:1", "fixed:0", "fixed:0:0", ""):
+            with self.assertRaises(ValueError):
+                check.reuse.reuse_table.parse_variants(bad)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
