@@ -6,9 +6,12 @@ set -euo pipefail
 # Debian packages: build tools, the C test framework, the real HIP headers and library,
 # ncurses for cachealloc-top, tmux for its terminal test, valgrind for instruction counts,
 # g++ for the CUB peer benchmark, clang's runtime for libFuzzer and the sanitizers,
-# libmicrohttpd for cachealloc-top --serve, and a Prometheus server (and promtool) for its tests.
+# libmicrohttpd for cachealloc-top --serve, a Prometheus server (and promtool) for its tests,
+# and the packaging tools: build and meson-python (which asks for patchelf) for the wheel, venv
+# and pip to install it, debhelper, dpkg-dev and lintian for the Debian package (docs/install.md).
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev python3 libcmocka-dev
-          libamdhip64-dev libncurses-dev tmux valgrind libmicrohttpd-dev prometheus)
+          libamdhip64-dev libncurses-dev tmux valgrind libmicrohttpd-dev prometheus
+          python3-build python3-mesonpy python3-venv python3-pip debhelper dpkg-dev lintian patchelf)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -409,6 +409,14 @@ int ca_options_parse(ca_options *o, char *const *envp, FILE *err) {
     return problems;
 }
 
+int ca_options_entry(int i, const char **name, const char **accepted, const char **def) {
+    if (i < 0 || i >= OPT_COUNT) return -1;
+    if (name) *name = opt_table[i].name;
+    if (accepted) *accepted = opt_table[i].accepted;
+    if (def) *def = opt_table[i].default_text;
+    return 0;
+}
+
 int ca_options_check(const char *name, const char *value, char *why, size_t len) {
     const opt_desc *d = NULL;
     char shown[96];

@@ -55,6 +55,10 @@ int ca_options_parse(ca_options *o, char *const *envp, FILE *err);
  * ("'6Q' is not a size (accepted: ...)"). For callers that set the variables (the launcher). */
 int ca_options_check(const char *name, const char *value, char *why, size_t len);
 
+/* The i-th variable of the table (0, 1, ... in order): its name, what is accepted and its
+ * default, as the warnings word them; -1 past the last. For the launcher's --help. */
+int ca_options_entry(int i, const char **name, const char **accepted, const char **def);
+
 /* Parse a size: "512", "64K", "8M", "6G", "1T" (powers of 1024, optional trailing "B" or
  * "iB", case-insensitive). Returns 0 on success. */
 int ca_parse_size(const char *s, uint64_t *out);

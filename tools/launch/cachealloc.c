@@ -71,6 +71,13 @@ static void usage(FILE *out)
           "--opt=value works too. LD_PRELOAD keeps the entries it had. Exit status: the\n"
           "program's own; 2 for a usage error, 125 when the library is not found, 126 when\n"
           "PROGRAM cannot run, 127 when it is not found.\n", out);
+    /* From the library's own table, so that the list and its defaults are what it reads. The
+     * accepted values are in cachealloc(1), and in the line a bad value gets. */
+    fprintf(out, "\nThe variables the library reads (set by the options above or by hand):\n"
+                 "  %-29s %s\n", "variable", "default");
+    const char *name, *def;
+    for (int i = 0; ca_options_entry(i, &name, NULL, &def) == 0; i++)
+        fprintf(out, "  %-29s %s\n", name, def);
 }
 
 /* A relative trace file is made absolute: the program may change directory before its first
