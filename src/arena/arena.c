@@ -127,15 +127,18 @@ static ca_pool *pool_new(ca_device *d, ca_stream_t s)
 /* Accept rule of the free-block search: an unsplittable block serves only a request of its
  * own league and wastes at most CA_OVERSIZE_SLACK (PyTorch's rule for max_split_size). A free
  * solo mapping of an expandable range serves a request of CA_SOLO_LEAST or more from its
- * start that leaves at most a sixteenth of it free (and at least the rest of its last page), so that
- * it holds one block and goes back whole when that block is freed (docs/arena.md, "Pieces"). */
+ * start that leaves at most a sixteenth of it free (and at least the rest of its last page; a
+ * mapping under CA_SOLO_MIN nothing past that page), so that it holds one block and goes back
+ * whole when that block is freed (docs/arena.md, "Pieces"). */
 static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
 {
     const ca_segment *s = b->seg;
     if (s->expandable) {
         if (!ca_range_solo(s, b->addr))
             return 1; /* its free pages can be unmapped one by one */
-        size_t slack = size / 16 > s->page ? size / 16 : s->page;
+        /* Below CA_SOLO_MIN (growth priced, arena/expand.c) only the same pages: a block then
+         * touches every page its mapping holds, as with pages a handle. */
+        size_t slack = b->size < CA_SOLO_MIN ? 0 : size / 16 > s->page ? size / 16 : s->page;
         return size >= CA_SOLO_LEAST && ca_range_boundary(s, s->page, b->addr) &&
                b->size <= ca_align_up(size, s->page) + slack;
     }
