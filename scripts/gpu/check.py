@@ -442,10 +442,14 @@ def bench(r, deadline):
     if not quick:
         traces += [os.path.join(r.build, "traces", t) for t in r.manifest.get("traces", [])]
     for tr in traces:
-        # expand: CUDA's default, pieces of a page; expand-4M and expand-growth (one mapping a
-        # growth): the first pass's cost of coarser pieces (docs/arena.md, "Pieces").
-        pieces = {"expand": "2M", "expand-4M": "4M", "expand-growth": "1T"}
-        for mode in ("plain", "cache", "expand", "expand-4M", "expand-growth", "cub"):
+        # expand: CUDA's default (growth priced: solo mappings from 4 MiB far from the edge
+        # while handles are dear, pages otherwise); expand-pages, a page a handle throughout;
+        # expand-4M and expand-growth (one mapping a growth): the first pass's cost of coarser
+        # pieces (docs/arena.md, "Pieces").
+        pieces = {"expand": "auto", "expand-pages": "2M", "expand-4M": "4M",
+                  "expand-growth": "1T"}
+        for mode in ("plain", "cache", "expand", "expand-pages", "expand-4M", "expand-growth",
+                     "cub"):
             prog = "bench-replay-cub" if mode == "cub" else "bench-replay"
             env = envp if mode in ("plain", "cub") else envc
             if mode == "cache":  # plain segments

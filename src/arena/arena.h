@@ -129,7 +129,8 @@ typedef struct ca_config {
     uint64_t max_split;            /* blocks at least this large are never split          */
     int expandable;                /* >0: pools grow by mapping pages into one reserved range */
     uint64_t expandable_piece;     /* bytes a growth is mapped in, one handle each (rounded up
-                                    * to the driver's page); 0: the page                  */
+                                    * to the driver's page); 0 (auto): the page, and growth
+                                    * priced (arena/expand.c, solo_from)                    */
     size_t big_align;              /* blocks this large or more start on a multiple of it (a
                                     * power of two); 0: no alignment beyond 512 bytes       */
     int record_alloc_times;        /* keep each block's allocation time (leak report)     */

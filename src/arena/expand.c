@@ -149,10 +149,12 @@ static size_t piece_of(const ca_arena *a, const ca_device *d)
  * what lets every free one go back. So while a handle is dear here (measured) and the device
  * keeps at least half of its memory free after the growth, requests from CA_SOLO_LEAST get a
  * mapping of their own, which goes back whole when its block is freed (docs/arena.md,
- * "Pieces"). fr, total: the device's memory as the driver answered (0 when unknown). */
-static size_t solo_from(const ca_device *d, size_t rounded, size_t fr, size_t total)
+ * "Pieces"). A piece the program set (CACHEALLOC_EXPANDABLE_PIECE) is kept. fr, total: the device's memory as the driver answered (0 when unknown). */
+static size_t solo_from(const ca_arena *a, const ca_device *d, size_t rounded, size_t fr,
+                        size_t total)
 {
-    if (d->vmm_map_ns <= CHEAP_MAP_NS || fr < rounded || fr - rounded < total / 2 || !total)
+    if (a->cfg.expandable_piece || d->vmm_map_ns <= CHEAP_MAP_NS || !total || fr < rounded ||
+        fr - rounded < total / 2)
         return CA_SOLO_MIN;
     if (d->limit && d->st.reserved_bytes + rounded > d->limit / 2)
         return CA_SOLO_MIN;
@@ -282,7 +284,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     /* A large request gets a mapping of its own, one handle: a few driver calls where pages
      * would cost one each, and it still goes back whole when its block is freed, since no other
      * block is ever carved from it (fits_rule in arena.c, ca_seam). */
-    bool solo = !small && rounded >= solo_from(d, rounded, known ? fr : 0, known ? total : 0);
+    bool solo = !small && rounded >= solo_from(a, d, rounded, known ? fr : 0, known ? total : 0);
     ca_block *h = pick_in_ranges(a, d, p, rounded, small, solo, &map);
     if (!h) {
         /* A request no empty range could hold (larger than the device) opens none: each

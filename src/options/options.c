@@ -42,6 +42,8 @@ static const opt_choice reuse_words[] = {
 static const opt_choice fences_words[] = {
     {"auto", CA_FENCES_AUTO}, {"device", CA_FENCES_DEVICE}, {"events", CA_FENCES_EVENTS},
     {NULL, 0}};
+/* A size option that also takes "auto" (stored as 0): the arena chooses. */
+static const opt_choice auto_words[] = {{"auto", 0}, {NULL, 0}};
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
@@ -83,8 +85,9 @@ static const opt_desc opt_table[OPT_COUNT] = {
     [OPT_EXPANDABLE] = {PREFIX "EXPANDABLE", "expandable", K_CHOICE, expandable_words, 0,
                         "auto, " BOOL_ACCEPTED, "auto"},
     /* The driver's page (2 MiB on NVIDIA's GPUs) is the least a mapping can be. */
-    [OPT_EXPANDABLE_PIECE] = {PREFIX "EXPANDABLE_PIECE", "expandable_piece", K_SIZE, NULL,
-                              2 * MiB, "a size of at least 2M: 2M, 4M, 20M", "2M"},
+    [OPT_EXPANDABLE_PIECE] = {PREFIX "EXPANDABLE_PIECE", "expandable_piece", K_SIZE,
+                              auto_words, 2 * MiB, "auto, or a size of at least 2M: 2M, 4M, 20M",
+                              "auto"},
     [OPT_PINNED] = {PREFIX "PINNED", "pinned", K_CHOICE, bool_words, 0, BOOL_ACCEPTED, "1"},
     [OPT_PINNED_LIMIT] = {PREFIX "PINNED_LIMIT", "pinned_limit", K_SIZE, NULL, 0, SIZE_ACCEPTED,
                           "no limit"},
@@ -176,7 +179,7 @@ void ca_options_defaults(ca_options *o) {
     o->release_threshold = UINT64_MAX;
     o->max_split = UINT64_MAX;
     o->expandable = CA_EXPANDABLE_AUTO;
-    o->expandable_piece = 2 * MiB;
+    o->expandable_piece = 0; /* auto */
     o->pinned = 1;
     o->thread_cache = 1;
     o->stats = 1;
@@ -285,6 +288,8 @@ static opt_error parse_value(const opt_desc *d, const char *s, opt_value *v) {
         if (s[strlen(s) - 1] == '%') return percent_error(s, &v->percent);
         return size_error(s, &v->bytes);
     case K_SIZE: {
+        for (const opt_choice *c = d->choices; c && c->word; c++)
+            if (same_word(s, c->word)) return v->bytes = (uint64_t)c->value, E_OK;
         opt_error e = size_error(s, &v->bytes);
         if (e == E_OK && v->bytes < d->min_size) e = E_TOO_SMALL;
         return e;
@@ -493,6 +498,11 @@ static void format_value(const opt_desc *d, const opt_value *v, char *buf, size_
         }
         /* fall through */
     case K_SIZE:
+        for (const opt_choice *c = d->choices; c && c->word; c++)
+            if ((uint64_t)c->value == v->bytes) {
+                snprintf(buf, len, "%s", c->word);
+                return;
+            }
         format_size(buf, len, v->bytes);
         return;
     case K_PATH:

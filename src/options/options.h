@@ -31,7 +31,7 @@ typedef struct ca_options {
     uint64_t prealloc_bytes;    /* CACHEALLOC_PREALLOC=size                 (0)       */
     uint64_t max_split;         /* CACHEALLOC_MAX_SPLIT=size                (UINT64_MAX: split all) */
     int expandable;             /* CACHEALLOC_EXPANDABLE=auto|0|1           (auto)    */
-    uint64_t expandable_piece;  /* CACHEALLOC_EXPANDABLE_PIECE=size         (2M)      */
+    uint64_t expandable_piece;  /* CACHEALLOC_EXPANDABLE_PIECE=auto|size    (auto: 0) */
     int pinned;                 /* CACHEALLOC_PINNED=0|1                    (1)       */
     uint64_t pinned_limit;      /* CACHEALLOC_PINNED_LIMIT=size             (0: none) */
     int thread_cache;           /* CACHEALLOC_THREAD_CACHE=0|1              (1)       */

@@ -68,6 +68,7 @@ static void test_defaults(void **state) {
     assert_int_equal(o.pool, CA_POOL_SPLIT);
     assert_int_equal(o.reuse, CA_REUSE_AUTO); /* each door's: sync for HIP, safe for CUDA */
     assert_int_equal(o.fences, CA_FENCES_AUTO);
+    assert_true(o.expandable_piece == 0); /* auto: the arena prices its growths */
     assert_true(o.limit_bytes == 0);
     assert_int_equal(o.limit_percent, 0);
     assert_true(o.release_threshold == UINT64_MAX);
@@ -118,6 +119,12 @@ static void test_good_values(void **state) {
     assert_int_equal(p.lines, 0);
     assert_true(p.o.pinned_limit == 2ull << 30);
     assert_true(p.o.expandable_piece == 20ull << 20);
+    /* The word auto after a size: back to the arena's choice. */
+    parsed q;
+    char *again[] = {"CACHEALLOC_EXPANDABLE_PIECE=Auto", NULL};
+    parse_env(&q, again);
+    assert_int_equal(q.problems, 0);
+    assert_true(q.o.expandable_piece == 0);
     assert_int_equal(p.o.pool, CA_POOL_BINNED);
     assert_int_equal(p.o.reuse, CA_REUSE_STREAM);
     assert_true(p.o.limit_bytes == 6ull << 30);
@@ -296,7 +303,7 @@ static void test_bad_values(void **state) {
     expect_one_warning("CACHEALLOC_MAX_SPLIT=512K", "(unlimited)");
     expect_one_warning("CACHEALLOC_MAX_SPLIT=0", "is too small");
     expect_one_warning("CACHEALLOC_EXPANDABLE_PIECE=1M", "is too small");
-    expect_one_warning("CACHEALLOC_EXPANDABLE_PIECE=big", "using the default (2M)");
+    expect_one_warning("CACHEALLOC_EXPANDABLE_PIECE=big", "using the default (auto)");
     expect_one_warning("CACHEALLOC_EXPANDABLE=2", "CACHEALLOC_EXPANDABLE=2 is not an accepted value");
     expect_one_warning("CACHEALLOC_EXPANDABLE=expandable", "using the default (auto)");
     expect_one_warning("CACHEALLOC_PINNED=2", "CACHEALLOC_PINNED=2 is not an accepted value");
