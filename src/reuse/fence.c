@@ -88,8 +88,7 @@ void ca_reuse_pool_retired(ca_arena *a, ca_device *d, ca_pool *p)
 static void release_pending(ca_device *d, uint64_t seq)
 {
     ca_reuse *r = &d->reuse;
-    uint32_t n = 0;
-    for (; r->pend_head && r->pend_head->free_seq <= seq; n++) {
+    while (r->pend_head && r->pend_head->free_seq <= seq) {
         ca_block *b = r->pend_head;
         r->pend_head = b->lnext;
         if (r->pend_head)
@@ -102,8 +101,6 @@ static void release_pending(ca_device *d, uint64_t seq)
         ca_reuse_stamp_fresh(&b->free_seq); /* its fence completed */
         ca_block_free(d, b);
     }
-    if (n)
-        ca_price_released(&r->price, n);
 }
 
 static uint64_t fenced_upto(const ca_reuse *r)
@@ -157,10 +154,7 @@ bool ca_reuse_fence(ca_arena *a, ca_device *d)
     f->max_seq = r->unfenced_max_seq;
     f->dying_upto = r->dying_stamp;
     f->nev = 0;
-    uint64_t t0 = ca_reuse_clock(&a->cfg);
-    bool made = fence_events(a, d, f);
-    ca_reuse_charge(&a->cfg, r, t0);
-    if (!made) {
+    if (!fence_events(a, d, f)) {
         free(f);
         return false;
     }
@@ -235,10 +229,7 @@ bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
     ca_reuse *r = &d->reuse;
     if (ca_reuse_hushed(r, ca_quiet(a)) || !r->fence_head)
         return false;
-    uint64_t t0 = ca_reuse_clock(&a->cfg);
-    bool any = poll_in_order(a, d);
-    ca_reuse_charge(&a->cfg, r, t0);
-    return any;
+    return poll_in_order(a, d);
 }
 
 void ca_reuse_poll(ca_arena *a, ca_device *d)

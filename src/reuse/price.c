@@ -5,20 +5,21 @@
  * synchronization costs a few microseconds and frees every pending block at once; beside a
  * busy stream it waits for work the blocks never touched, and fences recorded early complete
  * while the program goes on; where event calls are dear, fences cost more than they save
- * (docs/arena.md, "Pending memory"). So the cache charges the host time each way spends
- * (recording and polling fences, waiting for them, synchronizing) to the way in force, and
- * divides it by the pending blocks that became reusable meanwhile: the cost of one reuse. The
- * cheaper way stays in force; the other is tried for one epoch now and then, half as often each
- * time it loses again, so a program whose streams change is followed and one whose streams do
- * not pays little for the tries (at most one epoch in TRY_MAX + 1).
+ * (docs/arena.md, "Pending memory"). What each way costs is more than its own calls: the
+ * threads that queue on the device lock behind a fence's records, the waits several threads
+ * make at once, the work the device does for the events. So the cache measures what the
+ * program sees, the wall time of an epoch of CA_PRICE_EPOCH allocations on the device, under
+ * the way in force. The cheaper way stays in force; the other is tried for one epoch now and
+ * then, half as often each time it loses again and never so often that its tries take more than
+ * about a thirty-second of the time, so a program whose streams change is followed and one
+ * whose streams do not pays little for the tries.
  *
- * Pure bookkeeping under the device lock: nothing here calls the device. */
+ * Pure bookkeeping under the device lock: nothing here calls the device or reads a clock. */
 #include "arena/internal.h"
 #include "base/ca_assert.h"
 
-#define EPOCH_BLOCKS 64          /* reuses an epoch averages over                           */
-#define EPOCH_NS 50000000u       /* or 50 ms of spending: an epoch that reuses little ends  */
-#define TRY_MAX 64               /* most epochs between two tries of the losing way         */
+#define TRY_MAX 1024 /* most epochs between two tries of the losing way               */
+#define TRY_SHARE 32 /* a try costs at most about 1/TRY_SHARE of the time between two */
 
 static ca_fences_kind other_way(ca_fences_kind w)
 {
@@ -32,9 +33,9 @@ void ca_price_init(ca_reuse_price *p)
     *p = (ca_reuse_price){.way = CA_FENCES_DEVICE, .try_every = 1};
 }
 
-ca_fences_kind ca_price_cheaper(const uint64_t per_block_ns[2], ca_fences_kind in_force)
+ca_fences_kind ca_price_cheaper(const uint64_t per_alloc_ns[2], ca_fences_kind in_force)
 {
-    uint64_t mine = per_block_ns[in_force], theirs = per_block_ns[other_way(in_force)];
+    uint64_t mine = per_alloc_ns[in_force], theirs = per_alloc_ns[other_way(in_force)];
     if (!theirs)
         return in_force;
     if (!mine)
@@ -43,27 +44,24 @@ ca_fences_kind ca_price_cheaper(const uint64_t per_block_ns[2], ca_fences_kind i
     return theirs * 10 < mine * 9 ? other_way(in_force) : in_force;
 }
 
-/* The epoch's cost per reuse joins its way's figure; the next epoch's way is chosen. */
-static void epoch_end(ca_reuse_price *p)
+/* The next epoch's way, once the one just measured joined its figure. */
+static void choose(ca_reuse_price *p, ca_fences_kind measured)
 {
-    ca_fences_kind w = (ca_fences_kind)p->way;
-    uint64_t cost = p->spent_ns / (p->released ? p->released : 1);
-    if (cost == 0)
-        cost = 1; /* measured, and nearly free: 0 means unknown */
-    uint64_t old = p->per_block_ns[w];
-    /* A try measures afresh (the program may have changed since); the way in force averages. */
-    p->per_block_ns[w] = old && !p->trying ? (3 * old + cost) / 4 : cost;
-    p->epochs++;
-    p->released = 0;
-    p->spent_ns = 0;
-    ca_fences_kind best = ca_price_cheaper(p->per_block_ns, w);
+    ca_fences_kind best = ca_price_cheaper(p->per_alloc_ns, measured);
     if (p->trying) {
         p->trying = false;
         p->since_try = 0;
-        if (best == w)
+        if (best == measured) {
             p->try_every = 1; /* the tried way won: the other is tried again soon */
-        else if (p->try_every < TRY_MAX)
-            p->try_every *= 2;
+        } else {
+            /* It lost: tried half as often, and never so often that its epochs, as much
+             * longer as each of its allocations is, take more than a share of the time. */
+            uint64_t ratio = p->per_alloc_ns[measured] / p->per_alloc_ns[best];
+            uint64_t every = (uint64_t)p->try_every * 2;
+            if (every < TRY_SHARE * ratio)
+                every = TRY_SHARE * ratio;
+            p->try_every = every < TRY_MAX ? (uint32_t)every : TRY_MAX;
+        }
         p->way = (uint8_t)best;
         return;
     }
@@ -72,19 +70,29 @@ static void epoch_end(ca_reuse_price *p)
         p->trying = true;
         p->way = (uint8_t)other_way(best);
     }
+}
+
+void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns)
+{
+    uint32_t served = p->served;
+    p->served = 0;
+    if (!p->epoch_t0 || now_ns <= p->epoch_t0) { /* the first epoch only starts the clock */
+        p->epoch_t0 = now_ns;
+        return;
+    }
+    ca_fences_kind w = (ca_fences_kind)p->way;
+    uint64_t cost = (now_ns - p->epoch_t0) / (served ? served : 1);
+    p->epoch_t0 = now_ns;
+    if (cost == 0)
+        cost = 1; /* measured, and nearly free: 0 means unknown */
+    uint64_t old = p->per_alloc_ns[w];
+    /* A try measures afresh (the program may have changed since); the way in force averages. */
+    p->per_alloc_ns[w] = old && !p->trying ? (3 * old + cost) / 4 : cost;
+    p->epochs++;
+    choose(p, w);
+    /* A new way settles first (what the old one left pending, its fences, is worked off): the
+     * next call only starts the clock. */
+    if (p->way != w)
+        p->epoch_t0 = 0;
     ca_assert(p->try_every >= 1 && p->try_every <= TRY_MAX);
-}
-
-void ca_price_spent(ca_reuse_price *p, uint64_t ns)
-{
-    p->spent_ns += ns;
-    if (p->spent_ns >= EPOCH_NS)
-        epoch_end(p);
-}
-
-void ca_price_released(ca_reuse_price *p, uint32_t n)
-{
-    p->released += n;
-    if (p->released >= EPOCH_BLOCKS)
-        epoch_end(p);
 }

@@ -44,20 +44,21 @@ typedef struct ca_dying {
 } ca_dying;
 
 /* What the two ways of knowing that plain frees are past the device (CACHEALLOC_FENCES=device
- * and events) have cost on this device, for the learned policy (auto, reuse/price.c). Time is
- * charged to the way in force, in epochs of released blocks; each way keeps its cost per
- * block it made reusable, and the losing way is tried again now and then, less often while it
- * keeps losing. */
+ * and events) have cost this program, for the learned policy (auto, reuse/price.c): the wall
+ * time an allocation took under each, measured over epochs of allocations. The losing way is
+ * tried again now and then, less often while it keeps losing. */
 typedef struct ca_reuse_price {
     uint8_t way;              /* CA_FENCES_DEVICE or CA_FENCES_EVENTS: the way in force  */
     bool trying;              /* this epoch tries the way that lost                     */
-    uint32_t released;        /* pending blocks made reusable in this epoch             */
-    uint64_t spent_ns;        /* what the way in force spent in this epoch              */
-    uint64_t per_block_ns[2]; /* learned cost per block made reusable, by way; 0: unknown */
+    uint32_t served;          /* allocations served in this epoch                       */
+    uint64_t epoch_t0;        /* when the epoch began (0: it begins at the next call)   */
+    uint64_t per_alloc_ns[2]; /* learned wall time an allocation, by way; 0: unknown    */
     uint32_t since_try;       /* epochs since the losing way was last tried             */
     uint32_t try_every;       /* epochs between its tries: doubles while it keeps losing */
-    uint64_t epochs;          /* epochs ended (the statistics and the tests read it)    */
+    uint64_t epochs;          /* epochs measured (the tests read it)                    */
 } ca_reuse_price;
+
+#define CA_PRICE_EPOCH 512u  /* allocations an epoch averages over (a try: an eighth) */
 
 /* A device's side of the contract. Every free on the device takes the next number of a
  * device-wide sequence (free_seq), and a block keeps the number of its last free: what has
@@ -149,15 +150,14 @@ static inline void ca_reuse_stamp_merge(uint64_t *into, uint64_t from)
  * (an unlocked window), so whatever the caller found before may have changed after. */
 
 /* reuse/price.c: the learned policy. Pure functions of a ca_reuse_price, below the rest of the
- * module (it calls nothing of the arena), so that the decision is tested with injected prices. */
+ * module (it calls nothing of the arena), so that the decision is tested with injected times. */
 /* A price list that knows nothing yet: the device way in force, the events way to be tried. */
 void ca_price_init(ca_reuse_price *p);
-/* The way in force charged ns of host time (recording, polling, waiting, synchronizing). */
-void ca_price_spent(ca_reuse_price *p, uint64_t ns);
-/* n pending blocks were made reusable; may end the epoch and change the way in force. */
-void ca_price_released(ca_reuse_price *p, uint32_t n);
-/* The cheaper of the two ways, given what each cost a block (0: unknown) and the way in force. */
-ca_fences_kind ca_price_cheaper(const uint64_t per_block_ns[2], ca_fences_kind in_force);
+/* CA_PRICE_EPOCH allocations were served by now_ns: the epoch ends, and the way may change. */
+void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns);
+/* The cheaper of the two ways, given what an allocation cost under each (0: unknown) and the
+ * way in force. */
+ca_fences_kind ca_price_cheaper(const uint64_t per_alloc_ns[2], ca_fences_kind in_force);
 
 /* The way d knows plain frees are past the device now: the configured one, or the learned one. */
 static inline ca_fences_kind ca_reuse_way(const ca_config *cfg, const ca_reuse *r)
@@ -165,17 +165,18 @@ static inline ca_fences_kind ca_reuse_way(const ca_config *cfg, const ca_reuse *
     return cfg->fences == CA_FENCES_AUTO ? (ca_fences_kind)r->price.way : cfg->fences;
 }
 
-/* The clock for ca_reuse_charge: read only when the policy learns (0 otherwise). */
-static inline uint64_t ca_reuse_clock(const ca_config *cfg)
+/* The allocations the current epoch lasts: a try, and the settling of a new way before it is
+ * timed, are an eighth of an epoch (the way that lost may be many times slower). */
+static inline uint32_t ca_price_due(const ca_reuse_price *p)
 {
-    return cfg->fences == CA_FENCES_AUTO ? ca_now_ns() : 0;
+    return p->trying || !p->epoch_t0 ? CA_PRICE_EPOCH / 8 : CA_PRICE_EPOCH;
 }
 
-/* The way in force spent the host time since t0 (from ca_reuse_clock). */
-static inline void ca_reuse_charge(const ca_config *cfg, ca_reuse *r, uint64_t t0)
+/* An allocation of a fenced device was served: under the learned policy, an epoch may end. */
+static inline void ca_reuse_served(const ca_config *cfg, ca_reuse *r)
 {
-    if (cfg->fences == CA_FENCES_AUTO)
-        ca_price_spent(&r->price, ca_now_ns() - t0);
+    if (cfg->fences == CA_FENCES_AUTO && r->fenced && ++r->price.served >= ca_price_due(&r->price))
+        ca_price_epoch(&r->price, ca_now_ns());
 }
 
 /* reuse/window.c: unlocked windows and the switch to fences. */

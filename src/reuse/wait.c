@@ -15,17 +15,12 @@
 
 #define WAIT_STACK 32 /* events waited for without a heap array */
 
-/* The host time since t0 went into a wait of the cache's own (a device synchronization, or
- * events): counted for the statistics, and charged to the way in force. */
-static void waited(ca_arena *a, ca_device *d, uint64_t t0, bool events)
+/* The host time since t0 went into a wait for events (a synchronization counts its own:
+ * ca_reuse_sync): the statistics show what the cache's waits cost the program. */
+static void waited(ca_device *d, uint64_t t0)
 {
-    uint64_t ns = ca_now_ns() - t0;
-    if (events) { /* a synchronization counts itself (ca_reuse_sync) */
-        d->st.fence_wait_ns += ns;
-        d->st.fence_waits++;
-    }
-    if (a->cfg.fences == CA_FENCES_AUTO)
-        ca_price_spent(&d->reuse.price, ns);
+    d->st.fence_wait_ns += ca_now_ns() - t0;
+    d->st.fence_waits++;
 }
 
 /* Wait for the whole device, unlocked: the fallback when a fence cannot be recorded. It covers
@@ -37,10 +32,7 @@ static bool wait_device(ca_arena *a, ca_device *d, bool alone)
         return false;
     ca_reuse *r = &d->reuse;
     uint64_t token = r->free_seq, dying = r->dying_stamp;
-    uint64_t t0 = ca_now_ns();
-    int rc = ca_reuse_sync(a, d, alone);
-    waited(a, d, t0, false);
-    if (rc != CA_OK)
+    if (ca_reuse_sync(a, d, alone) != CA_OK)
         return false;
     ca_reuse_synced(d, token);
     for (int i = 0; i < r->ndying; i++)
@@ -99,7 +91,7 @@ bool ca_reuse_wait_all(ca_arena *a, ca_device *d)
     for (int i = 0; i < k; i++)
         a->be.event_synchronize(a->be.ctx, d->id, evs[i]);
     ca_window_end(d);
-    waited(a, d, t0, true);
+    waited(d, t0);
     free(evs);
     ca_reuse_poll_fences(a, d);
     ca_reuse_poll_pools(a, d);
@@ -189,7 +181,7 @@ static bool wait_fence(ca_arena *a, ca_device *d, const ca_fence *f)
     for (int i = 0; i < k; i++)
         wait_event(a, d, evs[i]);
     ca_window_end(d);
-    waited(a, d, t0, true);
+    waited(d, t0);
     if (evs != stack)
         free(evs);
     ca_reuse_poll_fences(a, d);
