@@ -148,7 +148,11 @@ def check_pieces(tmp):
 
 
 def main():
-    if run([TORCH_PY, "-c", "import torch.cuda._memory_viz"]).returncode != 0:
+    try:
+        importable = run([TORCH_PY, "-c", "import torch.cuda._memory_viz"]).returncode == 0
+    except OSError:
+        importable = False
+    if not importable:
         print("SKIP: %s cannot import torch (Debian: apt-get install python3-torch)" % TORCH_PY)
         return 77
     tmp = tempfile.mkdtemp(prefix="ca-snapshot-")
