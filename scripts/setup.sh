@@ -8,10 +8,13 @@ set -euo pipefail
 # g++ for the CUB peer benchmark, clang's runtime for libFuzzer and the sanitizers,
 # libmicrohttpd for cachealloc-top --serve, a Prometheus server (and promtool) for its tests,
 # and the packaging tools: build and meson-python (which asks for patchelf) for the wheel, venv
-# and pip to install it, debhelper, dpkg-dev and lintian for the Debian package (docs/install.md).
+# and pip to install it, debhelper, dpkg-dev and lintian for the Debian package (docs/install.md),
+# and PyTorch (1.13, about 600 MB installed) whose memory viewer reads cachealloc-snapshot's
+# files (docs/monitoring.md).
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev python3 libcmocka-dev
           libamdhip64-dev libncurses-dev tmux valgrind libmicrohttpd-dev prometheus
-          python3-build python3-mesonpy python3-venv python3-pip debhelper dpkg-dev lintian patchelf)
+          python3-build python3-mesonpy python3-venv python3-pip debhelper dpkg-dev lintian patchelf
+          python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
