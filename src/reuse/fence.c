@@ -203,11 +203,12 @@ static void fence_pop(ca_device *d)
     free(f);
 }
 
-/* Fences complete in order: the first incomplete one ends the poll. */
-static bool poll_in_order(ca_arena *a, ca_device *d)
+bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
 {
     ca_reuse *r = &d->reuse;
     bool any = false;
+    if (ca_reuse_hushed(r, ca_quiet(a)))
+        return false;
     while (r->fence_head) {
         ca_fence *f = r->fence_head;
         if (!dying_done(a, d, f->dying_upto))
@@ -222,14 +223,6 @@ static bool poll_in_order(ca_arena *a, ca_device *d)
         any = true;
     }
     return any;
-}
-
-bool ca_reuse_poll_fences(ca_arena *a, ca_device *d)
-{
-    ca_reuse *r = &d->reuse;
-    if (ca_reuse_hushed(r, ca_quiet(a)) || !r->fence_head)
-        return false;
-    return poll_in_order(a, d);
 }
 
 void ca_reuse_poll(ca_arena *a, ca_device *d)
