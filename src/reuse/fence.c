@@ -140,7 +140,8 @@ bool ca_reuse_fence(ca_arena *a, ca_device *d)
     ca_reuse *r = &d->reuse;
     if (!ca_reuse_fencing(r, &a->cfg))
         return true;
-    /* CACHEALLOC_FENCES=device records none: pending blocks wait for a device synchronization. */
+    /* The device way (CACHEALLOC_FENCES=device, or learned) records none: pending blocks wait
+     * for a device synchronization. */
     if (ca_reuse_way(&a->cfg, r) != CA_FENCES_EVENTS || ca_reuse_hushed(r, ca_quiet(a)) ||
         r->streams_lost)
         return false;
