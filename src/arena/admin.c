@@ -84,9 +84,9 @@ static void free_device_state(ca_device *d)
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
     d->ready = false;
-    d->nranges = 0;
-    d->ranges_gone = false;
-    d->peers = 0; /* the context's peer access went with it */
+    d->vmm.nranges = 0;
+    d->vmm.ranges_gone = false;
+    d->vmm.peers = 0; /* the context's peer access went with it */
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -110,7 +110,7 @@ void ca_device_resetting(ca_arena *a, int dev)
     if (!d)
         return;
     lock_quiet(d);
-    bool ranges = d->nranges > 0 && !d->ranges_gone;
+    bool ranges = d->vmm.nranges > 0 && !d->vmm.ranges_gone;
     if (ranges)
         d->st.device_syncs++;
     ca_lock_release(&d->lock);
@@ -124,9 +124,9 @@ void ca_device_resetting(ca_arena *a, int dev)
     a->be.device_synchronize(a->be.ctx, d->id);
     lock_quiet(d);
     d->st.sync_wait_ns += ca_now_ns() - t0;
-    if (!d->ranges_gone) {
+    if (!d->vmm.ranges_gone) {
         ca_expand_teardown(a, d);
-        d->ranges_gone = true;
+        d->vmm.ranges_gone = true;
     }
     ca_lock_release(&d->lock);
 }
@@ -174,8 +174,8 @@ ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on)
         return CA_ERR_OOM;
     ca_lock_acquire(&d->lock);
     uint64_t bit = (uint64_t)1 << peer;
-    d->peers = on ? d->peers | bit : d->peers & ~bit;
-    int rc = d->nranges > 0 && !d->ranges_gone ? ca_expand_peer_access(a, d, peer, on) : CA_OK;
+    d->vmm.peers = on ? d->vmm.peers | bit : d->vmm.peers & ~bit;
+    int rc = d->vmm.nranges > 0 && !d->vmm.ranges_gone ? ca_expand_peer_access(a, d, peer, on) : CA_OK;
     ca_lock_release(&d->lock);
     return rc == CA_OK ? CA_OK : CA_ERR_BACKEND;
 }
@@ -283,7 +283,7 @@ void ca_arena_destroy(ca_arena *a)
         if (!d)
             continue;
         /* Unmapping under running work faults, where a cudaFree would have waited. */
-        if (d->nranges > 0 && !d->ranges_gone) {
+        if (d->vmm.nranges > 0 && !d->vmm.ranges_gone) {
             a->be.device_synchronize(a->be.ctx, i);
             ca_expand_teardown(a, d);
         }

@@ -15,12 +15,12 @@ static void check_mappings(const ca_device *d, const ca_segment *s, const ca_blo
 {
     if (b->state != BLOCK_UNMAPPED) {
         if (!prev || prev->state == BLOCK_UNMAPPED)
-            ca_assert_expensive(b->addr % d->vmm_page == 0 &&
-                                ca_range_boundary(s, d->vmm_page, b->addr));
+            ca_assert_expensive(b->addr % d->vmm.page == 0 &&
+                                ca_range_boundary(s, d->vmm.page, b->addr));
         return;
     }
     /* Word by word: a hole may span most of a range, and the check runs often. */
-    size_t lo = (b->addr - s->base) / d->vmm_page, hi = lo + b->size / d->vmm_page;
+    size_t lo = (b->addr - s->base) / d->vmm.page, hi = lo + b->size / d->vmm.page;
     for (size_t w = lo / 64; w * 64 < hi; w++) {
         uint64_t mask = ~(uint64_t)0;
         if (w == lo / 64)

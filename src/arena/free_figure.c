@@ -87,7 +87,7 @@ static void sum_run(const ca_arena *a, const ca_device *d, const ca_segment *s, 
     uintptr_t x, y;
     if (!s->expandable)
         sum->segments += lo == s->base && hi == s->base + s->size ? s->size : 0;
-    else if (!d->ranges_gone && ca_whole_mappings(s, d->vmm_page, lo, hi, open, UINT64_MAX, &x, &y))
+    else if (!d->vmm.ranges_gone && ca_whole_mappings(s, d->vmm.page, lo, hi, open, UINT64_MAX, &x, &y))
         sum->mappings += y - x;
 }
 
@@ -187,7 +187,7 @@ static void walk_range(hole_walk *w, const ca_device *d, const ca_segment *s)
         uintptr_t lo = b->addr, hi, x, y;
         b = run_end(s, b, waited, &hi, NULL);
         if (!unmapped ||
-            !ca_whole_mappings(s, d->vmm_page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
+            !ca_whole_mappings(s, d->vmm.page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
             x = y = hi;
         /* What stays of a solo mapping merges with no growth beside it. */
         piece_kind kept = solo_run(s, lo) ? PIECE_LIVE : PIECE_FREE;
@@ -221,7 +221,7 @@ static uint64_t served_at(const ca_arena *a, const ca_device *d, size_t page, ru
     hole_walk w = {.a = a, .at = at, .solo = solo, .room = ca_align_down(room, page),
                    .floor = floor, .served = UINT64_MAX};
     uint64_t fresh = fresh_range(a, page, room);
-    for (int i = 0; d->vmm_page && !d->ranges_gone && i < d->nsegs; i++) {
+    for (int i = 0; d->vmm.page && !d->vmm.ranges_gone && i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i];
         if (s->expandable && s->pool == &d->plain && !s->small)
             walk_range(&w, d, s);
@@ -237,9 +237,9 @@ static uint64_t served_at(const ca_arena *a, const ca_device *d, size_t page, ru
 static size_t growth_page(ca_arena *a, int dev, const ca_device *d)
 {
     if (a->cfg.expandable <= 0 || a->cfg.pool != CA_POOL_SPLIT ||
-        (d && (d->vmm_off || d->ranges_gone)))
+        (d && (d->vmm.off || d->vmm.ranges_gone)))
         return 0;
-    size_t page = d ? d->vmm_page : 0;
+    size_t page = d ? d->vmm.page : 0;
     if (!page && !ca_quiet(a) && a->be.vmm_granularity)
         (void)a->be.vmm_granularity(a->be.ctx, dev, &page);
     return page;

@@ -101,6 +101,22 @@ struct ca_pool {
     ca_segment *range[2];     /* its newest expandable segment, [1] for small blocks */
 };
 
+/* A device's expandable segments (arena/expand.c, arena/unmap.c): reserved ranges whose pages
+ * are mapped as they grow. */
+typedef struct ca_vmm {
+    size_t page;              /* the driver's page size, found at first use              */
+    size_t range;             /* the size of one reservation                              */
+    bool off;                 /* unavailable here: fixed segments only                    */
+    uint64_t map_ns;          /* what one handle cost to create, map and open, a moving
+                               * average: prices a growth's pieces (arena/expand.c)        */
+    uint64_t peers;           /* ordinals of the devices the program let reach this one's
+                               * memory: every mapping gives them access too               */
+    bool ranges_gone;         /* unmapped ahead of a device reset                         */
+    int nranges;
+    uint32_t unmapping;       /* threads unmapping pages, lock dropped (a futex word)     */
+    uint64_t unmapped_bytes;  /* unmapped so far, for those waiting on them               */
+} ca_vmm;
+
 struct ca_device {
     ca_device_hot hot;        /* first: streams_seen, stream_epoch           */
     ca_lock lock;
@@ -122,21 +138,10 @@ struct ca_device {
     ca_segment *empty_segs;        /* empty segments                        */
     ca_reuse reuse;           /* the reuse contract's state: reuse/reuse.h   */
     ca_block *spare;          /* recycled block structs                      */
-    /* Expandable segments: the page size and reservation size, found at first use. */
-    size_t vmm_page;
-    size_t vmm_range;
-    bool vmm_off;             /* unavailable here: plain segments only           */
-    uint64_t vmm_map_ns;      /* what one handle cost to create, map and open, a moving
-                               * average: prices a growth's pieces (arena/expand.c) */
     bool bases_unaligned;     /* the driver answered a segment base off CA_ROUND: a segment
                                * that must hold its request whole is asked with room   */
     size_t max_lead;          /* the most bytes a segment's base lies past its driver's */
-    uint64_t peers;           /* ordinals of the devices the program let reach this one's
-                               * memory: every mapping gives them access too            */
-    bool ranges_gone;         /* unmapped ahead of a device reset                */
-    int nranges;
-    uint32_t unmapping;       /* threads unmapping pages, lock dropped (a futex word) */
-    uint64_t unmapped_bytes;  /* unmapped so far, for those waiting on them      */
+    ca_vmm vmm;               /* its expandable segments                          */
     ca_dev_stats st;
 };
 
