@@ -41,7 +41,7 @@ static void trim(ca_arena *a, ca_device *d)
         ca_window_end(d);
     }
     if (d->st.cached_bytes > d->release_threshold)
-        ca_expand_unmap(a, d, d->st.cached_bytes - d->release_threshold, false);
+        ca_unmap_free_pages(a, d, d->st.cached_bytes - d->release_threshold, false);
 }
 
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
@@ -152,7 +152,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
         ca_lock_release(&d->lock);
         return 0;
     }
-    ca_reuse_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
+    ca_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
     ca_reuse_wait_all(a, d);
     int n;
     ca_segment **list = ca_collect_empty(a, d, true, UINT64_MAX, &n);
@@ -160,7 +160,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     ca_window_begin(d);
     uint64_t bytes = ca_release_list(a, d, list, n);
     ca_window_end(d);
-    bytes += ca_expand_unmap(a, d, UINT64_MAX, true);
+    bytes += ca_unmap_free_pages(a, d, UINT64_MAX, true);
     ca_lock_release(&d->lock);
     return bytes;
 }

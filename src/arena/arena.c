@@ -1,7 +1,7 @@
 /* The arena's public face: devices, pools, the allocation ladder and the free path.
  * docs/arena.md explains the algorithm; src/reuse/ holds the reuse contract (what a freed
  * block waits for before it is handed out again, asked through reuse/reuse.h), and
- * arena/segment.c the segments and their blocks. */
+ * block/segment.c the segments and their blocks. */
 #include <execinfo.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -384,7 +384,7 @@ static ca_block *rung_release(ladder *l)
  * then the search and growth once more. Nothing to unmap: the ladder ends here. */
 static ca_block *rung_unmap(ladder *l)
 {
-    if (ca_expand_unmap(l->a, l->d, UINT64_MAX, true) == 0)
+    if (ca_unmap_free_pages(l->a, l->d, UINT64_MAX, true) == 0)
         return NULL;
     ca_block *b = search(l);
     return b ? b : grow_now(l);
@@ -492,7 +492,7 @@ static bool ladder_enter(ladder *l)
     ca_device *d = l->d;
     if (ca_reuse_switching(&d->reuse))
         ca_reuse_wait_switch(d);
-    return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_reuse_quiet_refuses(l->a, d));
+    return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_quiet_refuses(l->a, d));
 }
 
 /* Rung 8, outside the device lock: the device refused within the limit, so other processes

@@ -1,5 +1,5 @@
 /* The device's invariants, checked whole: what the unit tests' balance check and the comments
- * of arena/internal.h promise, walked block by block. O(blocks): the expensive tier of
+ * of block/block.h promise, walked block by block. O(blocks): the expensive tier of
  * base/ca_assert.h, so it runs where it is asked for (ca_arena_check, statistics reads, and one
  * slow allocation in CA_CHECK_EVERY) and only in builds with assertions on (CA_DEBUG, which
  * turns on CA_ASSERT_EXPENSIVE); a release build compiles it to nothing. */

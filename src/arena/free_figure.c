@@ -87,7 +87,7 @@ static void sum_run(const ca_arena *a, const ca_device *d, const ca_segment *s, 
     uintptr_t x, y;
     if (!s->expandable)
         sum->segments += lo == s->base && hi == s->base + s->size ? s->size : 0;
-    else if (!d->vmm.ranges_gone && ca_whole_mappings(s, d->vmm.page, lo, hi, open, UINT64_MAX, &x, &y))
+    else if (!d->vmm.ranges_gone && ca_unmap_whole_mappings(s, d->vmm.page, lo, hi, open, UINT64_MAX, &x, &y))
         sum->mappings += y - x;
 }
 
@@ -187,7 +187,7 @@ static void walk_range(hole_walk *w, const ca_device *d, const ca_segment *s)
         uintptr_t lo = b->addr, hi, x, y;
         b = run_end(s, b, waited, &hi, NULL);
         if (!unmapped ||
-            !ca_whole_mappings(s, d->vmm.page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
+            !ca_unmap_whole_mappings(s, d->vmm.page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
             x = y = hi;
         /* What stays of a solo mapping merges with no growth beside it. */
         piece_kind kept = solo_run(s, lo) ? PIECE_LIVE : PIECE_FREE;

@@ -1,6 +1,6 @@
 /* Giving the free pages of expandable segments back: carved out of their free blocks under the
  * lock, unmapped with it dropped (after a device synchronization unless the program's own one
- * proved them idle), then holes again. arena/expand.c has the ranges and their growth. */
+ * proved them idle), then holes again. block/expand.c has the ranges and their growth. */
 #include <stdlib.h>
 
 #include "arena/internal.h"
@@ -54,7 +54,7 @@ static ca_block *carve(ca_device *d, ca_block *b, uintptr_t lo, uintptr_t hi)
     return piece;
 }
 
-bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
+bool ca_unmap_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
                        bool open_end, uint64_t want, uintptr_t *lo, uintptr_t *hi)
 {
     uintptr_t first = ca_align_up(from, page);
@@ -73,12 +73,12 @@ bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr
     return y > x;
 }
 
-/* ca_whole_mappings over free block b of range s. */
+/* ca_unmap_whole_mappings over free block b of range s. */
 static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, uint64_t want,
                            uintptr_t *lo, uintptr_t *hi)
 {
     bool open_end = !b->next || b->next->state == BLOCK_UNMAPPED;
-    return ca_whole_mappings(s, page, b->addr, b->addr + b->size, open_end, want, lo, hi);
+    return ca_unmap_whole_mappings(s, page, b->addr, b->addr + b->size, open_end, want, lo, hi);
 }
 
 /* Free pages of d's ranges, highest addresses first (a range shrinks from its end, where it
@@ -151,7 +151,7 @@ static uint64_t wait_unmapping(ca_device *d)
     return d->vmm.unmapped_bytes - before;
 }
 
-uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync)
+uint64_t ca_unmap_free_pages(ca_arena *a, ca_device *d, uint64_t want, bool may_sync)
 {
     if (d->vmm.nranges == 0 || d->vmm.ranges_gone || want == 0)
         return 0;

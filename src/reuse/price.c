@@ -13,7 +13,7 @@
  * not pays little for the tries (at most one epoch in TRY_MAX + 1).
  *
  * Pure bookkeeping under the device lock: nothing here calls the device. */
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/ca_assert.h"
 
 #define EPOCH_BLOCKS 64          /* reuses an epoch averages over                           */

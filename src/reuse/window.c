@@ -2,7 +2,7 @@
  * one switch of a device from its single-stream mode to fences, which stops allocations
  * until its device synchronization returned. The bottom of the module: it calls nothing of
  * the rest. */
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/clock.h"
 #include "base/ca_assert.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tcache/hit.h"
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/ca_assert.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;

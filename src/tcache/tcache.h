@@ -10,7 +10,7 @@
 #ifndef CACHEALLOC_TCACHE_H
 #define CACHEALLOC_TCACHE_H
 
-#include "arena/heads.h"
+#include "block/heads.h"
 
 #define CA_TC_KEPT 8                 /* blocks a thread keeps at once                  */
 #define CA_TC_ISSUED 64              /* its recent allocations remembered (power of 2) */

@@ -1,7 +1,7 @@
 /* The cheap checks where the work is done (src/base/ca_assert.h) fire: each test breaks one
  * invariant on purpose behind the arena's back, in a child process, and the child must die of
  * SIGABRT having named the check it failed, its file and its condition. The sites: the free
- * index's insert and remove (src/arena/bins.c), the live map's put (src/arena/map.h), and the
+ * index's insert and remove (src/block/bins.c), the live map's put (src/block/map.h), and the
  * thread cache's keep and reissue (src/tcache/hit.h, with ca_tc_check_block in
  * src/tcache/tcache.c). The first tests show the same operations, unbroken, pass their checks.
  * Built only where the checks are compiled in. */
@@ -111,9 +111,9 @@ static void insert_still_linked(void)
 static void test_bins_insert(void **state)
 {
     (void)state;
-    expect_broken(insert_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(insert_twice, "arena/bins.c:", "b->head[cls] != blk");
-    expect_broken(insert_still_linked, "arena/bins.c:", "!blk->lprev && !blk->lnext");
+    expect_broken(insert_allocated, "block/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(insert_twice, "block/bins.c:", "b->head[cls] != blk");
+    expect_broken(insert_still_linked, "block/bins.c:", "!blk->lprev && !blk->lnext");
 }
 
 static void remove_resized(void)
@@ -159,11 +159,11 @@ static void remove_allocated(void)
 static void test_bins_remove(void **state)
 {
     (void)state;
-    expect_broken(remove_resized, "arena/bins.c:", "cls == ca_bin_of(blk->size)");
-    expect_broken(remove_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(remove_from_other_index, "arena/bins.c:", "b->head[cls] == blk");
-    expect_broken(remove_broken_link, "arena/bins.c:", "blk->lnext->lprev == blk");
-    expect_broken(remove_uncounted, "arena/bins.c:", "b->bytes >= blk->size");
+    expect_broken(remove_resized, "block/bins.c:", "cls == ca_bin_of(blk->size)");
+    expect_broken(remove_allocated, "block/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(remove_from_other_index, "block/bins.c:", "b->head[cls] == blk");
+    expect_broken(remove_broken_link, "block/bins.c:", "blk->lnext->lprev == blk");
+    expect_broken(remove_uncounted, "block/bins.c:", "b->bytes >= blk->size");
 }
 
 /* -------------------------------------------------------------------------- the live map */
@@ -207,9 +207,9 @@ static void put_no_block(void)
 static void test_map_put(void **state)
 {
     (void)state;
-    expect_broken(put_twice, "arena/map.h:", "m->keys[s] != key");
-    expect_broken(put_empty_key, "arena/map.h:", "key != 0 && val != NULL");
-    expect_broken(put_no_block, "arena/map.h:", "key != 0 && val != NULL");
+    expect_broken(put_twice, "block/map.h:", "m->keys[s] != key");
+    expect_broken(put_empty_key, "block/map.h:", "key != 0 && val != NULL");
+    expect_broken(put_no_block, "block/map.h:", "key != 0 && val != NULL");
 }
 
 /* ------------------------------------------------------------------------ the thread cache */

@@ -1,7 +1,7 @@
 /* Address -> block map of a device's live blocks: open addressing with linear probing and
  * backward-shift deletion, so lookups on free are expected O(1) with no tombstones. */
-#ifndef CACHEALLOC_ARENA_MAP_H
-#define CACHEALLOC_ARENA_MAP_H
+#ifndef CACHEALLOC_BLOCK_MAP_H
+#define CACHEALLOC_BLOCK_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

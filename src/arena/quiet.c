@@ -52,7 +52,7 @@ static void settle(ca_arena *a, ca_device *d)
 
 /* Not quiet: pays what is owed and returns false. Quiet: true where d cannot serve without the
  * device (not ready, or its single-stream mode ended unsynchronized). */
-bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d)
+bool ca_quiet_refuses(ca_arena *a, ca_device *d)
 {
     if (!ca_quiet(a)) {
         if (d->reuse.sync_owed)

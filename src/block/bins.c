@@ -2,9 +2,9 @@
  * cut into 8 classes. A request first looks at a bounded number of blocks of its own class for
  * the best fit (the exact size is usually at the head in a steady loop), then takes the head of
  * the next non-empty class, every block of which is large enough. */
-#include "arena/bins.h"
+#include "block/bins.h"
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/ca_assert.h"
 
 static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }

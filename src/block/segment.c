@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/clock.h"
 #include "base/grow.h"
 #include "base/ca_assert.h"

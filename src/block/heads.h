@@ -1,14 +1,14 @@
 /* The few words of the arena's private structures that a cache hit reads and writes without a
- * device lock, each set in a structure of its own at the head of its owner (arena/internal.h
+ * device lock, each set in a structure of its own at the head of its owner (block/block.h
  * checks that it comes first). The inline hit (tcache/hit.h), which the shim compiles into its
  * own functions, reaches the arena's blocks, devices and arena only through these, so the shim
- * never sees the arena's private header. */
-#ifndef CACHEALLOC_ARENA_HEADS_H
-#define CACHEALLOC_ARENA_HEADS_H
+ * never sees the arena's private headers. */
+#ifndef CACHEALLOC_BLOCK_HEADS_H
+#define CACHEALLOC_BLOCK_HEADS_H
 
 #include <stdint.h>
 
-#include "arena/arena.h"
+#include "base/types.h"
 #include "base/ca_compiler.h"
 
 typedef struct ca_block ca_block;

@@ -1,4 +1,4 @@
-#include "arena/map.h"
+#include "block/map.h"
 
 #include <stdlib.h>
 

@@ -13,7 +13,7 @@
  * and unmapping gives it back. The arena therefore holds no handles at all. */
 #include <stdlib.h>
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/clock.h"
 
 void ca_unmapped_link(ca_segment *s, ca_block *b)
