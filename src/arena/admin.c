@@ -57,8 +57,8 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
 
 static void free_device_state(ca_device *d)
 {
-    __atomic_store_n(&d->hot.streams_seen, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->head.streams_seen, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->head.stream_epoch, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < d->nsegs; i++)
         ca_segment_forget(d->segs[i]);
     free(d->segs);
@@ -260,7 +260,7 @@ static bool walk_live(ca_arena *a, ca_device *d, void *ctx)
     const live_walk *w = ctx;
     for (size_t s = 0; s < d->live.cap; s++) {
         ca_block *b = d->live.vals[s];
-        if (d->live.keys[s] && b && !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED))
+        if (d->live.keys[s] && b && !__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED))
             w->fn(w->ctx, d->id, (void *)b->addr, b->requested, b->t_alloc_ns,
                   b->depth ? (void *const *)b->stack : NULL, b->depth);
     }

@@ -38,7 +38,7 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
     a->hooks = a->cfg.trace || a->cfg.record_alloc_times || a->cfg.record_stacks;
     /* The hooks see every call; the binned and uncached pools have their own rules. */
     a->tc_on = a->cfg.thread_cache && !a->hooks && a->cfg.pool == CA_POOL_SPLIT;
-    a->hot.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    a->head.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     a->return_kept_list = return_kept_list;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
@@ -315,7 +315,7 @@ static ca_block *found(ladder *l, ca_block *b)
     return b;
 }
 
-/* The full search of the pool, then a whole safe segment of another pool (rung 3). */
+/* The whole search of the pool, then an empty, safe segment of another pool (rung 3). */
 static ca_block *search(ladder *l)
 {
     return found(l, search_again(l->a, l->d, l->p, l->rounded, l->small));
@@ -361,7 +361,7 @@ static ca_block *rung_wait(ladder *l)
     return search(l);
 }
 
-/* Rung 6: every whole, safe, cached segment of the device back to the driver; then the search
+/* Rung 6: every empty, safe segment of the device back to the driver; then the search
  * (others may have freed or released meanwhile, even when this gave nothing back) and rung 4's
  * growth. */
 static ca_block *rung_release(ladder *l)
@@ -565,8 +565,8 @@ static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
         if (a->cfg.trace)
             a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, l->size, l->s);
     }
-    uint32_t gen = b->hot.gen + 1;
-    __atomic_store_n(&b->hot.gen, gen, __ATOMIC_RELAXED);
+    uint32_t gen = b->head.gen + 1;
+    __atomic_store_n(&b->head.gen, gen, __ATOMIC_RELAXED);
     if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
         ca_device_check(d);
     return gen;
@@ -702,7 +702,7 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
                         bool counted, bool idle)
 {
     void *ptr = (void *)b->addr;
-    __atomic_store_n(&b->hot.gen, b->hot.gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->head.gen, b->head.gen + 1, __ATOMIC_RELAXED);
     if (counted)
         d->st.free_calls++;
     d->st.allocated_bytes -= b->size;
@@ -724,7 +724,7 @@ static void return_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
     ca_block *b = ca_map_take(&d->live, e->addr);
     if (!b)
         return; /* the device was reset meanwhile */
-    __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->head.kept, 0, __ATOMIC_RELAXED);
     free_locked(a, d, b, e->key, e->api, false, false);
 }
 
@@ -785,7 +785,7 @@ CA_INLINE ca_status free_pooled(ca_arena *a, void *ptr, ca_stream_t s, unsigned 
         return rc;
     if (dev_out)
         *dev_out = d->id;
-    if (__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)) {
         /* Freed already, and kept by a thread: a double free, refused like any other. */
         (void)ca_map_put(&d->live, b->addr, b); /* its slot was just freed: cannot fail */
         d->st.invalid_frees++;
@@ -832,7 +832,7 @@ static bool live_in(ca_arena *a, ca_device *d, void *ctx)
     (void)a;
     lookup *q = ctx;
     ca_block *b = ca_map_get(&d->live, q->addr);
-    if (!b || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
+    if (!b || __atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
         return false;
     q->requested = b->requested;
     return true;
@@ -897,7 +897,7 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
         return;
     ca_lock_acquire(&d->lock);
     /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
-    __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->head.stream_epoch, 1, __ATOMIC_RELEASE);
     ca_pool *p = pool_of(d, s);
     ca_reuse_stream_destroyed(a, d, s);
     if (p) {

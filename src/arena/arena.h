@@ -55,7 +55,7 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
  * the block of that segment that holds it. */
 typedef struct ca_place {
     int dev;
-    /* The driver allocation holding it: a plain segment's blocks may begin a little after its
+    /* The driver allocation holding it: a fixed segment's blocks may begin a little after its
      * base and end before its end, where the driver's base was aligned to less than a block. */
     uintptr_t seg_base;
     size_t seg_size;
@@ -118,7 +118,7 @@ void ca_device_resetting(ca_arena *a, int dev);
 /* The program reset device dev: its memory is gone; forget the device's segments. */
 void ca_device_reset(ca_arena *a, int dev);
 
-/* Release every fully free segment whose reuse is safe, and unmap every free page of the
+/* Release every empty segment whose reuse is safe, and unmap every free page of the
  * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);

@@ -47,7 +47,7 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
         ca_assert_expensive(b->size > 0 && b->state <= BLOCK_UNMAPPING);
         ca_assert_expensive(b->state != BLOCK_ALLOC || ca_map_get(&d->live, b->addr) == b);
         ca_assert_expensive(b->state == BLOCK_ALLOC ||
-                            !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED));
+                            !__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED));
         if (s->expandable)
             check_mappings(d, s, b, prev);
         sum[b->state] += b->size;
@@ -58,11 +58,11 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
 }
 
 /* A pool's indexes: what its bins say they hold. */
-static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_t *fast)
+static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_t *exact)
 {
     *bytes += p->small.bytes + p->large.bytes;
     *count += p->small.count + p->large.count;
-    *fast += p->nexact;
+    *exact += p->nexact;
 }
 
 void ca_device_check(ca_device *d)

@@ -36,7 +36,7 @@ typedef struct ca_backend {
     void (*clear_error)(void *ctx);
 
     /* Virtual memory management, for expandable segments. All optional: NULL where the driver
-     * or runtime lacks them, and then segments are plain driver allocations. Sizes and
+     * or runtime lacks them, and then segments are fixed driver allocations. Sizes and
      * addresses are multiples of the granularity. None of them may synchronize the device;
      * vmm_unmap is called only for pages the device is done with. */
     /* The page size of physical memory on dev: every other size is a multiple of it. */

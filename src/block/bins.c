@@ -13,7 +13,7 @@ void ca_bins_insert(ca_bins *b, ca_block *blk)
 {
     uint32_t cls = ca_bin_of(blk->size);
     /* Only free blocks are indexed, each once: one that is in no list (every list a block
-     * leaves unlinks it: bins, pending, fast, holes), so neither in this class's nor any other. */
+     * leaves unlinks it: bins, pending, exact, holes), so neither in this class's nor any other. */
     ca_assert(blk->state == BLOCK_FREE && blk->size > 0 && blk->size % CA_ROUND == 0);
     ca_assert(!blk->lprev && !blk->lnext && b->head[cls] != blk);
     blk->bin = cls;

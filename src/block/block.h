@@ -31,7 +31,7 @@
                                            * the device is far from full (block/expand.c) */
 #define CA_MAX_STACK 16
 
-/* FAST: freed into its pool's exact-size LIFO without merging (see ca_exact_push). UNMAPPED:
+/* EXACT: freed into its pool's exact-size LIFO without merging (see ca_exact_push). UNMAPPED:
  * pages of an expandable segment with no memory behind them; UNMAPPING: free pages carved out
  * to be unmapped while the lock is dropped (block/expand.c). */
 typedef enum {
@@ -46,7 +46,7 @@ typedef struct ca_segment ca_segment;
 typedef struct ca_pool ca_pool;
 
 struct ca_block {
-    ca_block_hot hot;         /* first: gen, out of ca_block_new's reset; kept */
+    ca_block_head head;       /* first: gen, out of ca_block_new's reset; kept */
     uintptr_t addr;
     size_t size;              /* rounded, what the block occupies            */
     size_t requested;         /* what the program asked for                  */
@@ -64,7 +64,7 @@ struct ca_block {
 struct ca_segment {
     uintptr_t base;           /* its first block: a multiple of CA_ROUND             */
     size_t size;              /* what its blocks tile                                */
-    /* A plain segment's driver allocation may begin before base and end after base + size:
+    /* A fixed segment's driver allocation may begin before base and end after base + size:
      * a runtime may answer a base aligned to less than CA_ROUND (ca_segment_new). */
     size_t lead, tail;
     ca_pool *pool;            /* the pool whose streams may use it           */
@@ -72,16 +72,16 @@ struct ca_segment {
     bool small;
     bool prealloc;              /* the preallocation: kept by the threshold trim */
     ca_segment *eprev, *enext;/* list of empty segments of the device  */
-    bool in_whole;
-    bool expandable;          /* a reserved range, mapped as it grows: never whole */
+    bool in_empty;            /* on the device's list of empty segments       */
+    bool expandable;          /* a reserved range, mapped as it grows: never empty */
     ca_block *unmapped;          /* its UNMAPPED blocks, unordered (lnext/lprev)     */
-    size_t page;              /* an expandable range's page; 0 for a plain segment */
+    size_t page;              /* an expandable range's page; 0 for a fixed segment */
     /* An expandable range's solo mappings (block/expand.c): bit i set when page i lies in one.
      * Points into starts[], after the starts' own words. */
     uint64_t *solo;
     /* An expandable range's mappings: bit i set when page i begins one (one driver handle).
      * A mapping ends where the next begins or the mapped pages stop, and only whole mappings
-     * can be unmapped. Empty for a plain segment. */
+     * can be unmapped. Empty for a fixed segment. */
     uint64_t starts[];
 };
 
@@ -121,7 +121,7 @@ typedef struct ca_vmm {
 } ca_vmm;
 
 struct ca_device {
-    ca_device_hot hot;        /* first: streams_seen, stream_epoch           */
+    ca_device_head head;      /* first: streams_seen, stream_epoch           */
     ca_lock lock;
     int id;
     /* ca_device_idle's watch (its one caller's, the monitor thread's; no lock): the program's
@@ -151,7 +151,7 @@ struct ca_device {
 struct ca_tc_entry;
 
 struct ca_arena {
-    ca_arena_hot hot;             /* first: serial                                         */
+    ca_arena_head head;            /* first: serial                                         */
     ca_backend be;
     ca_config cfg;
     bool hooks;                   /* trace, allocation times or stacks: the slow bookkeeping */
@@ -165,9 +165,9 @@ struct ca_arena {
 };
 
 /* block/heads.h's casts: each head comes first. */
-_Static_assert(offsetof(struct ca_block, hot) == 0, "a block's head comes first");
-_Static_assert(offsetof(struct ca_device, hot) == 0, "a device's head comes first");
-_Static_assert(offsetof(struct ca_arena, hot) == 0, "an arena's head comes first");
+_Static_assert(offsetof(struct ca_block, head) == 0, "a block's head comes first");
+_Static_assert(offsetof(struct ca_device, head) == 0, "a device's head comes first");
+_Static_assert(offsetof(struct ca_arena, head) == 0, "an arena's head comes first");
 
 static inline ca_device *ca_device_peek(ca_arena *a, int dev)
 {
@@ -224,9 +224,9 @@ void ca_note_growth(ca_device *d, uint64_t t0);
  * lock (CA_ERR_BACKEND), and from then on the device's segments that must hold their request
  * are asked with room for it, a large block's alignment included. */
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, size_t rounded, ca_block **out, bool *driver_failed,
+                         bool prealloc, size_t rounded, ca_block **out, bool *driver_failed,
                          void **unfit);
-/* The driver allocation of plain segment s: where it begins, and its size. */
+/* The driver allocation of fixed segment s: where it begins, and its size. */
 static inline uintptr_t ca_seg_driver_base(const ca_segment *s) { return s->base - s->lead; }
 static inline size_t ca_seg_driver_size(const ca_segment *s)
 {
@@ -369,7 +369,7 @@ void ca_unmapped_link(ca_segment *s, ca_block *b);
 int ca_expand_peer_access(ca_arena *a, ca_device *d, int peer, bool on);
 void ca_unmapped_unlink(ca_segment *s, ca_block *b);
 /* Rung 4 of the ladder in p's range: pages mapped for rounded bytes, as a free block of the pool.
- * NULL with *full unset when p has no range to grow (the caller takes a plain segment). */
+ * NULL with *full unset when p has no range to grow (the caller takes a fixed segment). */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed);
 /* Unmap every mapped page and free every reservation of d (the device is idle). */

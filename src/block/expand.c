@@ -104,7 +104,7 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     void *base = NULL;
     bool room = s && b && ca_seg_reserve(d) == 0;
     if (!room || a->be.vmm_reserve(a->be.ctx, d->id, d->vmm.range, &base) != CA_OK || !base) {
-        /* Addresses ran out (a reservation per pool): plain segments from now on. */
+        /* Addresses ran out (a reservation per pool): fixed segments from now on. */
         if (room)
             d->vmm.off = true;
         free(s);
@@ -267,9 +267,9 @@ static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_
 }
 
 /* Rung 4 of the ladder for a pool with expandable ranges. When no range has a hole that fits (live
- * blocks spread over them), another range is opened, as PyTorch does: a plain segment instead
+ * blocks spread over them), another range is opened, as PyTorch does: a fixed segment instead
  * could never give its pages back. NULL with *full unset: no range here (no virtual memory
- * calls, or no addresses left), and the caller takes a plain segment. */
+ * calls, or no addresses left), and the caller takes a fixed segment. */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed)
 {

@@ -107,7 +107,7 @@ bool ca_reuse_poll_fences(ca_arena *a, ca_device *d);
 void ca_reuse_poll(ca_arena *a, ca_device *d);
 /* The device synchronized after token was taken (ca_reuse_token): every free up to it is safe. */
 void ca_reuse_synced(ca_device *d, uint64_t token);
-/* Whether whole segment seg may move to another pool now. */
+/* Whether empty segment seg may move to another pool now. */
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
 /* Whether the device is done with free block b: freed before its last synchronization. */
 bool ca_reuse_block_idle(const ca_device *d, const ca_block *b);

@@ -97,7 +97,7 @@ void ca_reuse_other_stream(ca_arena *a, ca_device *d)
 {
     /* A block a thread keeps from a plain free may have been used on that stream: thread
      * caches give such blocks back to the fences from now on. */
-    __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->head.streams_seen, 1, __ATOMIC_RELEASE);
     if (!d->reuse.fenced)
         ca_reuse_switch(a, d);
 }

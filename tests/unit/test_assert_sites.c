@@ -174,7 +174,7 @@ static void test_map_intact(void **state)
 {
     (void)state;
     ca_map m = {0};
-    /* More than the first table holds, so the puts grow it and probe past taken slots. */
+    /* More than the first table holds, so the puts grow it and probe past taken buckets. */
     for (uintptr_t k = 1; k <= 200; k++)
         assert_int_equal(ca_map_put(&m, k << 9, &x), 0);
     assert_int_equal(m.count, 200);
@@ -255,16 +255,16 @@ static void keep_kept_elsewhere(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    __atomic_store_n(&b->hot.kept, 1, __ATOMIC_RELAXED); /* as if another cache kept it */
+    __atomic_store_n(&b->head.kept, 1, __ATOMIC_RELAXED); /* as if another cache kept it */
     ca_free_hit(tc, p, NULL, CA_API_PLAIN, 0);
 }
 
-static void keep_wrong_slot(void)
+static void keep_wrong_entry(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    size_t slot = ca_tc_issued_slot((uintptr_t)p);
-    ca_tc_keep_entry(tc, &tc->table[slot], (slot + 1) % CA_TC_ISSUED);
+    size_t at = ca_tc_entry_index((uintptr_t)p);
+    ca_tc_keep_entry(tc, &tc->table[at], (at + 1) % CA_TC_ISSUED);
 }
 
 static void keep_freed_by_pools(void)
@@ -279,7 +279,7 @@ static void keep_other_device(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    tc->table[ca_tc_issued_slot((uintptr_t)p)].dev = 1; /* but its device is 0's */
+    tc->table[ca_tc_entry_index((uintptr_t)p)].dev = 1; /* but its device is 0's */
     must_free(f, p, NULL, CA_API_PLAIN);
 }
 
@@ -294,8 +294,8 @@ static void keep_shrunk(void)
 static void test_tcache_keep(void **state)
 {
     (void)state;
-    expect_broken(keep_kept_elsewhere, "tcache/hit.h:", "ca_block_hot_of(e->b)->kept");
-    expect_broken(keep_wrong_slot, "tcache/hit.h:", "e == &tc->table[slot]");
+    expect_broken(keep_kept_elsewhere, "tcache/hit.h:", "ca_block_head_of(e->b)->kept");
+    expect_broken(keep_wrong_entry, "tcache/hit.h:", "e == &tc->table[at]");
     expect_broken(keep_freed_by_pools, "tcache/tcache.c:", "b->state == BLOCK_ALLOC");
     expect_broken(keep_other_device, "tcache/tcache.c:", "e->d->id == e->dev");
     expect_broken(keep_shrunk, "tcache/tcache.c:", "b->size >= e->requested");
@@ -305,7 +305,7 @@ static void reissue_given_back(void)
 {
     ca_block *b;
     kept(&b);
-    __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED); /* as the pools unmark a block */
+    __atomic_store_n(&b->head.kept, 0, __ATOMIC_RELAXED); /* as the pools unmark a block */
     void *q;
     ca_malloc_hit(tc, 0, MiB, NULL, CA_API_PLAIN, &q);
 }
@@ -314,7 +314,7 @@ static void reissue_gen_moved(void)
 {
     ca_block *b;
     kept(&b);
-    __atomic_add_fetch(&b->hot.gen, 1, __ATOMIC_RELAXED); /* as a free by the pools moves it */
+    __atomic_add_fetch(&b->head.gen, 1, __ATOMIC_RELAXED); /* as a free by the pools moves it */
     must_alloc(f, MiB, NULL, CA_API_PLAIN); /* through ca_malloc: ca_tc_take */
 }
 
