@@ -147,7 +147,7 @@ void ca_device_reset(ca_arena *a, int dev)
 static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 {
     ca_lock_acquire(&d->lock);
-    ca_reuse_wait_switch(d);
+    ca_window_wait_switch(d);
     if (ca_quiet(a)) {
         ca_lock_release(&d->lock);
         return 0;

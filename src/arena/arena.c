@@ -168,7 +168,7 @@ static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
     return find_aligned(a, p, rounded, small, CA_BIN_SCAN_LIMIT);
 }
 
-/* Rung 3 of the ladder: a whole free segment of another pool, safe for this stream, moved over. */
+/* Rung 3 of the ladder: an empty segment of another pool, safe for this stream, moved over. */
 static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_segment *best = NULL;
@@ -491,7 +491,7 @@ static bool ladder_enter(ladder *l)
 {
     ca_device *d = l->d;
     if (ca_reuse_switching(&d->reuse))
-        ca_reuse_wait_switch(d);
+        ca_window_wait_switch(d);
     return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_quiet_refuses(l->a, d));
 }
 

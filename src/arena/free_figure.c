@@ -66,7 +66,7 @@ static uint64_t pad_at(const ca_arena *a, uintptr_t addr)
  * over the whole device. */
 typedef struct spare_sum {
     uint64_t largest;  /* the largest request one run of the plain pool serves */
-    uint64_t segments; /* whole fixed segments, free once waited for (rung 6) */
+    uint64_t segments; /* empty fixed segments, free once waited for (rung 6) */
     uint64_t mappings; /* whole mappings inside runs of free blocks (rung 7) */
     uint64_t coming;   /* pages another thread is unmapping now (rung 7 waits for them) */
     bool unsettled;    /* pending or kept blocks: rung 4 may see more free than now */

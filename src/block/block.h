@@ -1,8 +1,9 @@
 /* The arena's private structures (blocks, segments, pools, devices, the arena) and the functions
  * of src/block/, the mechanism below the reuse contract: segments and the blocks that tile
  * them, split and merged; expandable ranges grown page by page; the bins, the live map and the
- * lock. Nothing here waits for the device or drops the lock. The reuse contract's verbs are in
- * reuse/reuse.h, the ladder's and the device's administration in arena/internal.h. */
+ * lock with its unlocked windows. Nothing here waits for the device. The reuse contract's
+ * verbs are in reuse/reuse.h, the ladder's and the device's administration in
+ * arena/internal.h. */
 #ifndef CACHEALLOC_BLOCK_H
 #define CACHEALLOC_BLOCK_H
 
@@ -374,6 +375,20 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
                          bool *full, bool *driver_failed);
 /* Unmap every mapped page and free every reservation of d (the device is idle). */
 void ca_expand_teardown(ca_arena *a, ca_device *d);
+
+/* block/window.c: unlocked windows, under the device lock. */
+/* Drop the lock around a blocking backend call; a device reset waits for every open window. */
+void ca_window_begin(ca_device *d);
+/* Take the lock back after a window, first waiting out a mode switch that began meanwhile. */
+void ca_window_end(ca_device *d);
+/* Close a window whose lock was taken back without ca_window_end (a switch's own end). */
+void ca_window_closed(ca_device *d);
+/* Wait, the lock dropped meanwhile, until no window is open (nor, if switches, a switch runs). */
+void ca_window_drain(ca_device *d, bool switches);
+/* A fork's child: no thread of it is inside a window or a switch, whatever the parent's did. */
+void ca_window_forget(ca_device *d);
+/* Wait, the lock dropped meanwhile, until no synchronization that stops allocations runs. */
+void ca_window_wait_switch(ca_device *d);
 
 /* Whether a stream capture is under way: the arena makes no backend call (arena/quiet.c). */
 static inline bool ca_quiet(const ca_arena *a)

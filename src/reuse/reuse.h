@@ -11,7 +11,7 @@
  *
  * Layering (suite structure checks it): the module is below the ladder (src/arena/) and above
  * the blocks, segments, bins, map and lock (src/block/); within it price.c is lowest (it calls
- * nothing), then window.c, events.c, fence.c, and wait.c and streams.c on top. Its state,
+ * nothing), then switch.c, events.c, fence.c, and wait.c and streams.c on top. Its state,
  * embedded in each device, is defined below it (block/reuse_state.h). */
 #ifndef CACHEALLOC_REUSE_H
 #define CACHEALLOC_REUSE_H
@@ -55,17 +55,7 @@ static inline void ca_reuse_charge(const ca_config *cfg, ca_reuse *r, uint64_t t
         ca_price_spent(&r->price, ca_now_ns() - t0);
 }
 
-/* reuse/window.c: unlocked windows and the switch to fences. */
-/* Drop the lock around a blocking backend call; a device reset waits for every open window. */
-void ca_window_begin(ca_device *d);
-/* Take the lock back after a window, first waiting out a mode switch that began meanwhile. */
-void ca_window_end(ca_device *d);
-/* Wait, the lock dropped meanwhile, until no window is open (nor, if switches, a switch runs). */
-void ca_window_drain(ca_device *d, bool switches);
-/* A fork's child: no thread of it is inside a window or a switch, whatever the parent's did. */
-void ca_window_forget(ca_device *d);
-/* Wait, the lock dropped meanwhile, until no synchronization that stops allocations runs. */
-void ca_reuse_wait_switch(ca_device *d);
+/* reuse/switch.c: the switch to fences, and the contract's synchronizations. */
 /* Synchronize the device in a window (alone: the device's other allocations wait); its rc. */
 int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone);
 /* Leave the single-stream mode: one device synchronization, owed instead when quiet. */
