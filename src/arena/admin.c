@@ -41,7 +41,7 @@ static void trim(ca_arena *a, ca_device *d)
         ca_window_end(d);
     }
     if (d->st.cached_bytes > d->release_threshold)
-        ca_expand_unmap(a, d, d->st.cached_bytes - d->release_threshold, false);
+        ca_unmap_free_pages(a, d, d->st.cached_bytes - d->release_threshold, false);
 }
 
 void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
@@ -57,8 +57,8 @@ void ca_device_synchronized(ca_arena *a, int dev, uint64_t token)
 
 static void free_device_state(ca_device *d)
 {
-    __atomic_store_n(&d->hot.streams_seen, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->head.streams_seen, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->head.stream_epoch, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < d->nsegs; i++)
         ca_segment_forget(d->segs[i]);
     free(d->segs);
@@ -84,9 +84,9 @@ static void free_device_state(ca_device *d)
     plain.stream = CA_STREAM_LEGACY;
     d->plain = plain;
     d->ready = false;
-    d->nranges = 0;
-    d->ranges_gone = false;
-    d->peers = 0; /* the context's peer access went with it */
+    d->vmm.nranges = 0;
+    d->vmm.ranges_gone = false;
+    d->vmm.peers = 0; /* the context's peer access went with it */
 }
 
 /* Zero what describes memory; keep the cumulative call counters. */
@@ -110,7 +110,7 @@ void ca_device_resetting(ca_arena *a, int dev)
     if (!d)
         return;
     lock_quiet(d);
-    bool ranges = d->nranges > 0 && !d->ranges_gone;
+    bool ranges = d->vmm.nranges > 0 && !d->vmm.ranges_gone;
     if (ranges)
         d->st.device_syncs++;
     ca_lock_release(&d->lock);
@@ -124,9 +124,9 @@ void ca_device_resetting(ca_arena *a, int dev)
     a->be.device_synchronize(a->be.ctx, d->id);
     lock_quiet(d);
     d->st.sync_wait_ns += ca_now_ns() - t0;
-    if (!d->ranges_gone) {
+    if (!d->vmm.ranges_gone) {
         ca_expand_teardown(a, d);
-        d->ranges_gone = true;
+        d->vmm.ranges_gone = true;
     }
     ca_lock_release(&d->lock);
 }
@@ -147,12 +147,12 @@ void ca_device_reset(ca_arena *a, int dev)
 static uint64_t reclaim_device(ca_arena *a, ca_device *d)
 {
     ca_lock_acquire(&d->lock);
-    ca_reuse_wait_switch(d);
+    ca_window_wait_switch(d);
     if (ca_quiet(a)) {
         ca_lock_release(&d->lock);
         return 0;
     }
-    ca_reuse_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
+    ca_quiet_refuses(a, d); /* not quiet: pays what a capture left owed */
     ca_reuse_wait_all(a, d);
     int n;
     ca_segment **list = ca_collect_empty(a, d, true, UINT64_MAX, &n);
@@ -160,7 +160,7 @@ static uint64_t reclaim_device(ca_arena *a, ca_device *d)
     ca_window_begin(d);
     uint64_t bytes = ca_release_list(a, d, list, n);
     ca_window_end(d);
-    bytes += ca_expand_unmap(a, d, UINT64_MAX, true);
+    bytes += ca_unmap_free_pages(a, d, UINT64_MAX, true);
     ca_lock_release(&d->lock);
     return bytes;
 }
@@ -174,8 +174,8 @@ ca_status ca_peer_access(ca_arena *a, int dev, int peer, bool on)
         return CA_ERR_OOM;
     ca_lock_acquire(&d->lock);
     uint64_t bit = (uint64_t)1 << peer;
-    d->peers = on ? d->peers | bit : d->peers & ~bit;
-    int rc = d->nranges > 0 && !d->ranges_gone ? ca_expand_peer_access(a, d, peer, on) : CA_OK;
+    d->vmm.peers = on ? d->vmm.peers | bit : d->vmm.peers & ~bit;
+    int rc = d->vmm.nranges > 0 && !d->vmm.ranges_gone ? ca_expand_peer_access(a, d, peer, on) : CA_OK;
     ca_lock_release(&d->lock);
     return rc == CA_OK ? CA_OK : CA_ERR_BACKEND;
 }
@@ -260,7 +260,7 @@ static bool walk_live(ca_arena *a, ca_device *d, void *ctx)
     const live_walk *w = ctx;
     for (size_t s = 0; s < d->live.cap; s++) {
         ca_block *b = d->live.vals[s];
-        if (d->live.keys[s] && b && !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED))
+        if (d->live.keys[s] && b && !__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED))
             w->fn(w->ctx, d->id, (void *)b->addr, b->requested, b->t_alloc_ns,
                   b->depth ? (void *const *)b->stack : NULL, b->depth);
     }
@@ -283,7 +283,7 @@ void ca_arena_destroy(ca_arena *a)
         if (!d)
             continue;
         /* Unmapping under running work faults, where a cudaFree would have waited. */
-        if (d->nranges > 0 && !d->ranges_gone) {
+        if (d->vmm.nranges > 0 && !d->vmm.ranges_gone) {
             a->be.device_synchronize(a->be.ctx, i);
             ca_expand_teardown(a, d);
         }

@@ -1,7 +1,7 @@
 /* The arena's public face: devices, pools, the allocation ladder and the free path.
  * docs/arena.md explains the algorithm; src/reuse/ holds the reuse contract (what a freed
  * block waits for before it is handed out again, asked through reuse/reuse.h), and
- * arena/segment.c the segments and their blocks. */
+ * block/segment.c the segments and their blocks. */
 #include <execinfo.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config)
     a->hooks = a->cfg.trace || a->cfg.record_alloc_times || a->cfg.record_stacks;
     /* The hooks see every call; the binned and uncached pools have their own rules. */
     a->tc_on = a->cfg.thread_cache && !a->hooks && a->cfg.pool == CA_POOL_SPLIT;
-    a->hot.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    a->head.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
     a->return_kept_list = return_kept_list;
     pthread_mutex_init(&a->devices_lock, NULL);
     return a;
@@ -136,7 +136,7 @@ static int fits_rule(const ca_block *b, size_t size, uint64_t max_split)
     if (s->expandable) {
         if (!ca_range_solo(s, b->addr))
             return 1; /* its free pages can be unmapped one by one */
-        /* Below CA_SOLO_MIN (growth priced, arena/expand.c) only the same pages: a block then
+        /* Below CA_SOLO_MIN (growth priced, block/expand.c) only the same pages: a block then
          * touches every page its mapping holds, as with pages a handle. */
         size_t slack = b->size < CA_SOLO_MIN ? 0 : size / 16 > s->page ? size / 16 : s->page;
         return size >= CA_SOLO_LEAST && ca_range_boundary(s, s->page, b->addr) &&
@@ -171,7 +171,7 @@ static ca_block *pool_find(ca_arena *a, ca_pool *p, size_t rounded, bool small)
     return find_aligned(a, p, rounded, small, CA_BIN_SCAN_LIMIT);
 }
 
-/* Rung 3 of the ladder: a whole free segment of another pool, safe for this stream, moved over. */
+/* Rung 3 of the ladder: an empty segment of another pool, safe for this stream, moved over. */
 static ca_block *steal_segment(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small)
 {
     ca_segment *best = NULL;
@@ -318,7 +318,7 @@ static ca_block *found(ladder *l, ca_block *b)
     return b;
 }
 
-/* The full search of the pool, then a whole safe segment of another pool (rung 3). */
+/* The whole search of the pool, then an empty, safe segment of another pool (rung 3). */
 static ca_block *search(ladder *l)
 {
     return found(l, search_again(l->a, l->d, l->p, l->rounded, l->small));
@@ -364,7 +364,7 @@ static ca_block *rung_wait(ladder *l)
     return search(l);
 }
 
-/* Rung 6: every whole, safe, cached segment of the device back to the driver; then the search
+/* Rung 6: every empty, safe segment of the device back to the driver; then the search
  * (others may have freed or released meanwhile, even when this gave nothing back) and rung 4's
  * growth. */
 static ca_block *rung_release(ladder *l)
@@ -387,7 +387,7 @@ static ca_block *rung_release(ladder *l)
  * then the search and growth once more. Nothing to unmap: the ladder ends here. */
 static ca_block *rung_unmap(ladder *l)
 {
-    if (ca_expand_unmap(l->a, l->d, UINT64_MAX, true) == 0)
+    if (ca_unmap_free_pages(l->a, l->d, UINT64_MAX, true) == 0)
         return NULL;
     ca_block *b = search(l);
     return b ? b : grow_now(l);
@@ -494,8 +494,8 @@ static bool ladder_enter(ladder *l)
 {
     ca_device *d = l->d;
     if (ca_reuse_switching(&d->reuse))
-        ca_reuse_wait_switch(d);
-    return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_reuse_quiet_refuses(l->a, d));
+        ca_window_wait_switch(d);
+    return !(ca_reuse_hushed(&d->reuse, ca_quiet(l->a)) && ca_quiet_refuses(l->a, d));
 }
 
 /* Rung 8, outside the device lock: the device refused within the limit, so other processes
@@ -569,8 +569,8 @@ static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
         if (a->cfg.trace)
             a->cfg.trace(a->cfg.trace_ctx, CA_TRACE_ALLOC, d->id, (void *)b->addr, l->size, l->s);
     }
-    uint32_t gen = b->hot.gen + 1;
-    __atomic_store_n(&b->hot.gen, gen, __ATOMIC_RELAXED);
+    uint32_t gen = b->head.gen + 1;
+    __atomic_store_n(&b->head.gen, gen, __ATOMIC_RELAXED);
     if ((d->st.alloc_calls & (CA_CHECK_EVERY - 1)) == 0)
         ca_device_check(d);
     return gen;
@@ -706,7 +706,7 @@ static void free_locked(ca_arena *a, ca_device *d, ca_block *b, ca_stream_t s, u
                         bool counted, bool idle)
 {
     void *ptr = (void *)b->addr;
-    __atomic_store_n(&b->hot.gen, b->hot.gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->head.gen, b->head.gen + 1, __ATOMIC_RELAXED);
     if (counted)
         d->st.free_calls++;
     d->st.allocated_bytes -= b->size;
@@ -728,7 +728,7 @@ static void return_kept_locked(ca_arena *a, ca_device *d, const ca_tc_entry *e)
     ca_block *b = ca_map_take(&d->live, e->addr);
     if (!b)
         return; /* the device was reset meanwhile */
-    __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->head.kept, 0, __ATOMIC_RELAXED);
     free_locked(a, d, b, e->key, e->api, false, false);
 }
 
@@ -789,7 +789,7 @@ CA_INLINE ca_status free_pooled(ca_arena *a, void *ptr, ca_stream_t s, unsigned 
         return rc;
     if (dev_out)
         *dev_out = d->id;
-    if (__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)) {
         /* Freed already, and kept by a thread: a double free, refused like any other. */
         (void)ca_map_put(&d->live, b->addr, b); /* its slot was just freed: cannot fail */
         d->st.invalid_frees++;
@@ -836,7 +836,7 @@ static bool live_in(ca_arena *a, ca_device *d, void *ctx)
     (void)a;
     lookup *q = ctx;
     ca_block *b = ca_map_get(&d->live, q->addr);
-    if (!b || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
+    if (!b || __atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)) /* kept: freed, held by a thread */
         return false;
     q->requested = b->requested;
     return true;
@@ -901,7 +901,7 @@ void ca_stream_destroyed(ca_arena *a, int dev, ca_stream_t s)
         return;
     ca_lock_acquire(&d->lock);
     /* A new stream may get s's handle: what threads keep for s is no longer theirs to reuse. */
-    __atomic_fetch_add(&d->hot.stream_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->head.stream_epoch, 1, __ATOMIC_RELEASE);
     ca_pool *p = pool_of(d, s);
     ca_reuse_stream_destroyed(a, d, s);
     if (p) {

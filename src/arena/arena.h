@@ -1,187 +1,19 @@
 /* The caching arena: a backend-neutral caching allocator of device memory.
  *
  * It knows nothing of CUDA or HIP. It reaches the device only through the backend table
- * below, so the same code runs in-process against a fake backend (tests/unit) and inside the
+ * (block/backend.h), so the same code runs in-process against a fake backend (tests/unit) and inside the
  * preloaded shim against the real CUDA or HIP runtime. docs/arena.md explains the algorithm.
  *
  * Streams are opaque keys (ca_stream_t). The arena passes them back to the backend unchanged
  * when it records an event or makes a stream wait, so the shim may encode pseudo-streams
  * (the per-thread default stream) in the key as it likes. CA_STREAM_LEGACY is the device's
- * legacy default stream.
+ * legacy default stream. The types it shares with the libraries below it are in base/types.h.
  */
 #ifndef CACHEALLOC_ARENA_H
 #define CACHEALLOC_ARENA_H
 
-#include <stddef.h>
-#include <stdbool.h>
-#include <stdint.h>
-
-typedef void *ca_stream_t;
-typedef void *ca_event_t;
-
-#define CA_STREAM_LEGACY ((ca_stream_t)0)
-#define CA_MAX_DEVICES 64
-
-/* Result of arena calls and of backend calls. */
-typedef enum ca_status {
-    CA_OK = 0,
-    CA_ERR_OOM = 1,      /* out of device memory (or over CACHEALLOC_LIMIT)         */
-    CA_ERR_INVALID = 2,  /* bad argument: interior pointer, double free, NULL out  */
-    CA_ERR_NOT_OURS = 3, /* pointer the arena never handed out: pass it through    */
-    CA_ERR_BACKEND = 4,  /* the backend failed for another reason                  */
-} ca_status;
-
-/* The device as the arena sees it. Every function returns a ca_status (CA_OK on success)
- * except event_query. All take the backend's own context first. */
-typedef struct ca_backend {
-    void *ctx;
-    /* Allocate size bytes on device dev (a real driver allocation). CA_ERR_OOM when full. */
-    int (*alloc)(void *ctx, int dev, size_t size, void **out);
-    /* Give a driver allocation back. May synchronize the device: never called under a lock. */
-    int (*release)(void *ctx, int dev, void *ptr);
-    int (*event_create)(void *ctx, int dev, ca_event_t *out);
-    int (*event_destroy)(void *ctx, int dev, ca_event_t ev);
-    /* Record ev on stream s of device dev. */
-    int (*event_record)(void *ctx, int dev, ca_event_t ev, ca_stream_t s);
-    /* 1 when ev has completed, 0 when not yet, negative on error: never taken as completed (a
-     * faulted device answers every query with an error while its work may still be queued). */
-    int (*event_query)(void *ctx, int dev, ca_event_t ev);
-    /* Block until ev completed. Never called under a lock. */
-    int (*event_synchronize)(void *ctx, int dev, ca_event_t ev);
-    /* 1 when every piece of work queued on stream s so far has completed, 0 when not yet,
-     * negative on error (never taken as idle). May be NULL: fences then record an event on
-     * every stream. */
-    int (*stream_query)(void *ctx, int dev, ca_stream_t s);
-    /* Make stream s wait on the GPU for ev. May be NULL (then only host polling is used). */
-    int (*stream_wait_event)(void *ctx, int dev, ca_stream_t s, ca_event_t ev);
-    /* Block until device dev is idle. Never called under a lock. */
-    int (*device_synchronize)(void *ctx, int dev);
-    int (*mem_info)(void *ctx, int dev, size_t *free_bytes, size_t *total_bytes);
-    /* Clear the error a failed real allocation left behind (cudaGetLastError), so that a
-     * recovered out-of-memory never shows up in the program's own error checks. */
-    void (*clear_error)(void *ctx);
-
-    /* Virtual memory management, for expandable segments. All optional: NULL where the driver
-     * or runtime lacks them, and then segments are plain driver allocations. Sizes and
-     * addresses are multiples of the granularity. None of them may synchronize the device;
-     * vmm_unmap is called only for pages the device is done with. */
-    /* The page size of physical memory on dev: every other size is a multiple of it. */
-    int (*vmm_granularity)(void *ctx, int dev, size_t *out);
-    /* Reserve size bytes of virtual addresses (no memory behind them), aligned to the page. */
-    int (*vmm_reserve)(void *ctx, int dev, size_t size, void **out);
-    /* Give a reservation back; it holds no mapping any more. */
-    int (*vmm_free)(void *ctx, int dev, void *base, size_t size);
-    /* Create size bytes of physical memory on dev. CA_ERR_OOM when full. */
-    int (*vmm_create)(void *ctx, int dev, size_t size, uint64_t *handle);
-    /* Drop the creation's reference: the memory lives on while a mapping holds it. */
-    int (*vmm_release)(void *ctx, int dev, uint64_t handle);
-    /* Map handle (size bytes) at addr, inside a reservation; inaccessible until vmm_set_access. */
-    int (*vmm_map)(void *ctx, int dev, void *addr, size_t size, uint64_t handle);
-    /* Unmap the mappings that make up [addr, addr+size); a released handle's memory goes back. */
-    int (*vmm_unmap)(void *ctx, int dev, void *addr, size_t size);
-    /* Give dev read-write access to the mappings that make up [addr, addr+size). */
-    int (*vmm_set_access)(void *ctx, int dev, void *addr, size_t size);
-    /* Optional: give the device of ordinal `peer` read-write access (on) or none (off) to the
-     * mappings of dev's memory that make up [addr, addr+size). */
-    int (*vmm_peer_access)(void *ctx, int dev, void *addr, size_t size, int peer, bool on);
-} ca_backend;
-
-typedef enum ca_pool_kind { CA_POOL_SPLIT = 0, CA_POOL_BINNED = 1, CA_POOL_NONE = 2 } ca_pool_kind;
-/* When a freed block may serve again: SAFE, the reuse contract (fences and events); STREAM,
- * PyTorch's (at once, cross-stream use is the program's business); SYNC, SAFE where a plain
- * free first synchronizes the block's device, as the runtime's own free does (ca_free_synced). */
-typedef enum ca_reuse_kind {
-    CA_REUSE_SAFE = 0, CA_REUSE_STREAM = 1, CA_REUSE_SYNC = 2
-} ca_reuse_kind;
-/* How plain frees are known to be past the device (docs/arena.md, "Pending memory"): EVENTS
- * records fences and waits for the oldest that covers a request; DEVICE records none and, when
- * pending memory must be waited for, synchronizes the device once for every pending block;
- * AUTO measures what each of the two costs on the device and takes the cheaper (reuse/price.c). */
-typedef enum ca_fences_kind {
-    CA_FENCES_EVENTS = 0, CA_FENCES_DEVICE = 1, CA_FENCES_AUTO = 2
-} ca_fences_kind;
-
-/* One allocation or segment event, for the timeline (CACHEALLOC_TRACE) and leak reports. */
-typedef enum ca_trace_kind {
-    CA_TRACE_ALLOC = 'A',        /* program allocated (size = requested bytes)     */
-    CA_TRACE_FREE = 'F',         /* program freed                                  */
-    CA_TRACE_SEG_ALLOC = 'S',    /* arena took a segment from the driver ("SA")    */
-    CA_TRACE_SEG_FREE = 's',     /* arena gave a segment back to the driver ("SF") */
-    CA_TRACE_HOST_ALLOC = 'H',   /* program allocated pinned host memory ("HA")    */
-    CA_TRACE_HOST_FREE = 'h',    /* program freed pinned host memory ("HF")        */
-    CA_TRACE_HOST_PIN = 'P',     /* host pool pinned a block with the driver ("HSA") */
-    CA_TRACE_HOST_UNPIN = 'p',   /* host pool unpinned a block ("HSF")             */
-} ca_trace_kind;
-
-typedef void (*ca_trace_fn)(void *ctx, ca_trace_kind kind, int dev, const void *ptr, size_t size,
-                            ca_stream_t stream);
-
-/* The arena's configuration: usually filled from ca_options (options.h). */
-typedef struct ca_config {
-    ca_pool_kind pool;
-    ca_reuse_kind reuse;
-    ca_fences_kind fences;
-    uint64_t limit_bytes;          /* 0: no limit                                         */
-    unsigned limit_percent;        /* 1..100: limit as a share of device memory; 0: unused */
-    uint64_t release_threshold;    /* cached bytes kept per device; UINT64_MAX: keep all  */
-    unsigned release_percent;      /* 1..100: threshold as a share of device memory        */
-    uint64_t prealloc_bytes;       /* reserved per device at first use; 0: none           */
-    uint64_t max_split;            /* blocks at least this large are never split          */
-    int expandable;                /* >0: pools grow by mapping pages into one reserved range */
-    uint64_t expandable_piece;     /* bytes a growth is mapped in, one handle each (rounded up
-                                    * to the driver's page); 0 (auto): the page, and growth
-                                    * priced (arena/expand.c, solo_from)                    */
-    size_t big_align;              /* blocks this large or more start on a multiple of it (a
-                                    * power of two); 0: no alignment beyond 512 bytes       */
-    int record_alloc_times;        /* keep each block's allocation time (leak report)     */
-    int record_stacks;             /* keep each block's allocation stack (leak report)    */
-    ca_trace_fn trace;             /* NULL: no timeline                                   */
-    void *trace_ctx;
-    int quiet;                     /* no warning line on stderr (unit tests)              */
-    int thread_cache;              /* each thread keeps its own freed blocks for itself   */
-    /* The ladder's last rung (neighbours.h): when the device refuses, other processes of this
-     * API ("cuda", "hip") are asked for what their caches hold free, waiting at most
-     * neighbours_wait_ms. NULL: never ask. */
-    const char *neighbours_api;
-    unsigned neighbours_wait_ms;
-    int verbose;                   /* a line on stderr for each round of asking them      */
-} ca_config;
-
-/* Per-device counters. reserved = allocated + cached + pending holds at every instant. */
-typedef struct ca_dev_stats {
-    uint64_t reserved_bytes;       /* in segments and mapped pages from the driver */
-    uint64_t allocated_bytes;      /* in blocks the program holds                */
-    uint64_t cached_bytes;         /* in free blocks reusable by some stream     */
-    uint64_t pending_bytes;        /* freed, waiting for a fence or an event     */
-    uint64_t requested_bytes;      /* what the program asked for, before rounding */
-    uint64_t peak_reserved_bytes;
-    uint64_t peak_allocated_bytes;
-    uint64_t alloc_calls;
-    uint64_t free_calls;
-    uint64_t cache_hits;           /* allocations served without the driver      */
-    uint64_t driver_alloc_calls;   /* segments, and pages created for expandable ones */
-    uint64_t driver_free_calls;    /* segments, and pages unmapped                   */
-    uint64_t fences;               /* fences recorded for the plain API          */
-    uint64_t device_syncs;         /* device synchronizations the arena did      */
-    uint64_t oom_recoveries;       /* a driver allocation failed, a later step won */
-    uint64_t oom_failures;         /* gave up with out-of-memory                 */
-    uint64_t invalid_frees;        /* interior pointer or double free            */
-    uint64_t segments;
-    uint64_t largest_free_block;   /* computed when the stats are read           */
-    /* The time the cache's own waits cost the program (stats ABI version 5). */
-    uint64_t sync_wait_ns;         /* in the device synchronizations it made (device_syncs) */
-    uint64_t fence_wait_ns;        /* waiting for fences and stream events       */
-    uint64_t fence_waits;          /* such waits                                 */
-    uint64_t grow_ns;              /* in driver calls that grew it: allocations,
-                                    * creations and mappings of segments and pages */
-    uint64_t growths;              /* such calls                                 */
-} ca_dev_stats;
-
-/* Flags of ca_malloc/ca_free: which API the program called. */
-#define CA_API_PLAIN 0u   /* cudaMalloc/cudaFree: the fence contract          */
-#define CA_API_ASYNC 1u   /* cudaMallocAsync/cudaFreeAsync: stream-ordered    */
-
-typedef struct ca_arena ca_arena;
+#include "base/types.h"
+#include "block/backend.h"
 
 /* Create an arena over a backend (copied). Never touches the device until first use. */
 ca_arena *ca_arena_create(const ca_backend *backend, const ca_config *config);
@@ -223,7 +55,7 @@ int ca_lookup(ca_arena *a, const void *ptr, int *dev, size_t *size);
  * the block of that segment that holds it. */
 typedef struct ca_place {
     int dev;
-    /* The driver allocation holding it: a plain segment's blocks may begin a little after its
+    /* The driver allocation holding it: a fixed segment's blocks may begin a little after its
      * base and end before its end, where the driver's base was aligned to less than a block. */
     uintptr_t seg_base;
     size_t seg_size;
@@ -286,7 +118,7 @@ void ca_device_resetting(ca_arena *a, int dev);
 /* The program reset device dev: its memory is gone; forget the device's segments. */
 void ca_device_reset(ca_arena *a, int dev);
 
-/* Release every fully free segment whose reuse is safe, and unmap every free page of the
+/* Release every empty segment whose reuse is safe, and unmap every free page of the
  * expandable segments (dev < 0: all devices). Blocks until pending fences are complete.
  * Returns the bytes given back to the driver. */
 uint64_t ca_reclaim(ca_arena *a, int dev);

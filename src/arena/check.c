@@ -1,5 +1,5 @@
 /* The device's invariants, checked whole: what the unit tests' balance check and the comments
- * of arena/internal.h promise, walked block by block. O(blocks): the expensive tier of
+ * of block/block.h promise, walked block by block. O(blocks): the expensive tier of
  * base/ca_assert.h, so it runs where it is asked for (ca_arena_check, statistics reads, and one
  * slow allocation in CA_CHECK_EVERY) and only in builds with assertions on (CA_DEBUG, which
  * turns on CA_ASSERT_EXPENSIVE); a release build compiles it to nothing. */
@@ -15,12 +15,12 @@ static void check_mappings(const ca_device *d, const ca_segment *s, const ca_blo
 {
     if (b->state != BLOCK_UNMAPPED) {
         if (!prev || prev->state == BLOCK_UNMAPPED)
-            ca_assert_expensive(b->addr % d->vmm_page == 0 &&
-                                ca_range_boundary(s, d->vmm_page, b->addr));
+            ca_assert_expensive(b->addr % d->vmm.page == 0 &&
+                                ca_range_boundary(s, d->vmm.page, b->addr));
         return;
     }
     /* Word by word: a hole may span most of a range, and the check runs often. */
-    size_t lo = (b->addr - s->base) / d->vmm_page, hi = lo + b->size / d->vmm_page;
+    size_t lo = (b->addr - s->base) / d->vmm.page, hi = lo + b->size / d->vmm.page;
     for (size_t w = lo / 64; w * 64 < hi; w++) {
         uint64_t mask = ~(uint64_t)0;
         if (w == lo / 64)
@@ -47,7 +47,7 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
         ca_assert_expensive(b->size > 0 && b->state <= BLOCK_UNMAPPING);
         ca_assert_expensive(b->state != BLOCK_ALLOC || ca_map_get(&d->live, b->addr) == b);
         ca_assert_expensive(b->state == BLOCK_ALLOC ||
-                            !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED));
+                            !__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED));
         if (s->expandable)
             check_mappings(d, s, b, prev);
         sum[b->state] += b->size;
@@ -58,11 +58,11 @@ static void check_segment(ca_device *d, const ca_segment *s, uint64_t sum[6], ui
 }
 
 /* A pool's indexes: what its bins say they hold. */
-static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_t *fast)
+static void add_pool(const ca_pool *p, uint64_t *bytes, uint64_t *count, uint64_t *exact)
 {
     *bytes += p->small.bytes + p->large.bytes;
     *count += p->small.count + p->large.count;
-    *fast += p->nexact;
+    *exact += p->nexact;
 }
 
 void ca_device_check(ca_device *d)

@@ -7,8 +7,8 @@
  * neighbouring free blocks of the plain pool, the pending ones free once rung 5 waited for
  * them and the threads' kept ones once it took them back. With new memory, at rung 4, 6 or 7:
  * a growth maps what the driver has into the lowest hole that holds the request with the
- * free blocks beside it (or a plain segment of the request's size). Rung 6 first gave the
- * whole plain segments back, rung 7 every whole mapping lying in free memory. The figure is
+ * free blocks beside it (or a fixed segment of the request's size). Rung 6 first gave the
+ * empty fixed segments back, rung 7 every whole mapping lying in free memory. The figure is
  * the largest request that one of these serves together with every smaller one. */
 #include "arena/internal.h"
 #include "base/ca_assert.h"
@@ -22,7 +22,7 @@ static bool free_block(const ca_block *b, bool after_waits)
         return true;
     return after_waits && (b->state == BLOCK_PENDING ||
                            (b->state == BLOCK_ALLOC &&
-                            __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)));
+                            __atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)));
 }
 
 /* The run of free blocks that begins at b: its end, and the block after it (NULL at the
@@ -66,7 +66,7 @@ static uint64_t pad_at(const ca_arena *a, uintptr_t addr)
  * over the whole device. */
 typedef struct spare_sum {
     uint64_t largest;  /* the largest request one run of the plain pool serves */
-    uint64_t segments; /* whole plain segments, free once waited for (rung 6) */
+    uint64_t segments; /* empty fixed segments, free once waited for (rung 6) */
     uint64_t mappings; /* whole mappings inside runs of free blocks (rung 7) */
     uint64_t coming;   /* pages another thread is unmapping now (rung 7 waits for them) */
     bool unsettled;    /* pending or kept blocks: rung 4 may see more free than now */
@@ -87,7 +87,7 @@ static void sum_run(const ca_arena *a, const ca_device *d, const ca_segment *s, 
     uintptr_t x, y;
     if (!s->expandable)
         sum->segments += lo == s->base && hi == s->base + s->size ? s->size : 0;
-    else if (!d->ranges_gone && ca_whole_mappings(s, d->vmm_page, lo, hi, open, UINT64_MAX, &x, &y))
+    else if (!d->vmm.ranges_gone && ca_unmap_whole_mappings(s, d->vmm.page, lo, hi, open, UINT64_MAX, &x, &y))
         sum->mappings += y - x;
 }
 
@@ -187,7 +187,7 @@ static void walk_range(hole_walk *w, const ca_device *d, const ca_segment *s)
         uintptr_t lo = b->addr, hi, x, y;
         b = run_end(s, b, waited, &hi, NULL);
         if (!unmapped ||
-            !ca_whole_mappings(s, d->vmm_page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
+            !ca_unmap_whole_mappings(s, d->vmm.page, lo, hi, open_after(b), UINT64_MAX, &x, &y))
             x = y = hi;
         /* What stays of a solo mapping merges with no growth beside it. */
         piece_kind kept = solo_run(s, lo) ? PIECE_LIVE : PIECE_FREE;
@@ -200,7 +200,7 @@ static void walk_range(hole_walk *w, const ca_device *d, const ca_segment *s)
 }
 
 /* What a growth into a fresh range serves with room bytes to map in pages of `page` (0: a
- * plain segment of the request's size). A range begins on a page: a start aligned beyond
+ * fixed segment of the request's size). A range begins on a page: a start aligned beyond
  * that may cost what it skips. */
 static uint64_t fresh_range(const ca_arena *a, size_t page, uint64_t room)
 {
@@ -221,7 +221,7 @@ static uint64_t served_at(const ca_arena *a, const ca_device *d, size_t page, ru
     hole_walk w = {.a = a, .at = at, .solo = solo, .room = ca_align_down(room, page),
                    .floor = floor, .served = UINT64_MAX};
     uint64_t fresh = fresh_range(a, page, room);
-    for (int i = 0; d->vmm_page && !d->ranges_gone && i < d->nsegs; i++) {
+    for (int i = 0; d->vmm.page && !d->vmm.ranges_gone && i < d->nsegs; i++) {
         const ca_segment *s = d->segs[i];
         if (s->expandable && s->pool == &d->plain && !s->small)
             walk_range(&w, d, s);
@@ -232,14 +232,14 @@ static uint64_t served_at(const ca_arena *a, const ca_device *d, size_t page, ru
 }
 
 /* The page size the plain pool grows in on device dev (d: its state, NULL before its first
- * use), where it grows in ranges; 0 where it takes plain segments. Before the first range the
+ * use), where it grows in ranges; 0 where it takes fixed segments. Before the first range the
  * driver is asked (not while a capture forbids calls: then nothing grows anyway). */
 static size_t growth_page(ca_arena *a, int dev, const ca_device *d)
 {
     if (a->cfg.expandable <= 0 || a->cfg.pool != CA_POOL_SPLIT ||
-        (d && (d->vmm_off || d->ranges_gone)))
+        (d && (d->vmm.off || d->vmm.ranges_gone)))
         return 0;
-    size_t page = d ? d->vmm_page : 0;
+    size_t page = d ? d->vmm.page : 0;
     if (!page && !ca_quiet(a) && a->be.vmm_granularity)
         (void)a->be.vmm_granularity(a->be.ctx, dev, &page);
     return page;
@@ -270,7 +270,7 @@ static uint64_t figure(ca_arena *a, ca_device *d, const spare_sum *sum, const ro
 {
     size_t page = growth_page(a, d->id, d);
     if (page == 0)
-        return max64(sum->largest, r->at7); /* a plain segment of the request's size */
+        return max64(sum->largest, r->at7); /* a fixed segment of the request's size */
     uint64_t served = sum->largest, before;
     int rounds = 0;
     do {

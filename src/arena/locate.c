@@ -30,7 +30,7 @@ static bool place_in(ca_arena *a, ca_device *d, void *ctx)
                          .expandable = seg->expandable, .block = b ? b->addr : 0,
                          .size = b ? b->size : 0, .requested = b ? b->requested : 0,
                          .live = b && b->state == BLOCK_ALLOC &&
-                                 !__atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED)};
+                                 !__atomic_load_n(&b->head.kept, __ATOMIC_RELAXED)};
     return true;
 }
 
@@ -60,9 +60,9 @@ static bool pieces_in(ca_arena *a, ca_device *d, void *ctx)
         return false;
     const ca_block *b = block_at(seg, q->block);
     if (!seg->expandable || !b || b->addr != q->block || b->size != q->size ||
-        b->state != BLOCK_ALLOC || __atomic_load_n(&b->hot.kept, __ATOMIC_RELAXED))
+        b->state != BLOCK_ALLOC || __atomic_load_n(&b->head.kept, __ATOMIC_RELAXED))
         return true; /* q->n stays 0: not the live block that was exported */
-    size_t page = d->vmm_page;
+    size_t page = d->vmm.page;
     uintptr_t last = seg->base + (b->addr + b->size - 1 - seg->base) / page * page;
     uintptr_t at = seg->base + (b->addr - seg->base) / page * page;
     while (at > seg->base && !ca_range_boundary(seg, page, at))

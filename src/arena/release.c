@@ -4,7 +4,7 @@
 
 #include "arena/internal.h"
 
-/* Detach every whole, reuse-safe segment (pinned ones too when all), up to want bytes.
+/* Detach every empty, reuse-safe segment (preallocated ones too when all), up to want bytes.
  * Returns the list to give back once the lock is dropped. */
 ca_segment **ca_collect_empty(ca_arena *a, ca_device *d, bool all, uint64_t want, int *n)
 {

@@ -1,6 +1,6 @@
 /* Giving the free pages of expandable segments back: carved out of their free blocks under the
  * lock, unmapped with it dropped (after a device synchronization unless the program's own one
- * proved them idle), then holes again. arena/expand.c has the ranges and their growth. */
+ * proved them idle), then holes again. block/expand.c has the ranges and their growth. */
 #include <stdlib.h>
 
 #include "arena/internal.h"
@@ -54,7 +54,7 @@ static ca_block *carve(ca_device *d, ca_block *b, uintptr_t lo, uintptr_t hi)
     return piece;
 }
 
-bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
+bool ca_unmap_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr_t end,
                        bool open_end, uint64_t want, uintptr_t *lo, uintptr_t *hi)
 {
     uintptr_t first = ca_align_up(from, page);
@@ -73,12 +73,12 @@ bool ca_whole_mappings(const ca_segment *s, size_t page, uintptr_t from, uintptr
     return y > x;
 }
 
-/* ca_whole_mappings over free block b of range s. */
+/* ca_unmap_whole_mappings over free block b of range s. */
 static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, uint64_t want,
                            uintptr_t *lo, uintptr_t *hi)
 {
     bool open_end = !b->next || b->next->state == BLOCK_UNMAPPED;
-    return ca_whole_mappings(s, page, b->addr, b->addr + b->size, open_end, want, lo, hi);
+    return ca_unmap_whole_mappings(s, page, b->addr, b->addr + b->size, open_end, want, lo, hi);
 }
 
 /* Free pages of d's ranges, highest addresses first (a range shrinks from its end, where it
@@ -87,7 +87,7 @@ static bool whole_mappings(const ca_segment *s, const ca_block *b, size_t page, 
 static ca_block *collect_pages(ca_device *d, uint64_t want, bool may_sync, uint64_t *got,
                                int *n, bool *unproven)
 {
-    size_t page = d->vmm_page;
+    size_t page = d->vmm.page;
     ca_block *pieces = NULL;
     for (int i = d->nsegs - 1; i >= 0 && *got < want; i--) {
         ca_segment *s = d->segs[i];
@@ -129,7 +129,7 @@ static void drop_dead_range(ca_arena *a, ca_device *d, ca_segment *s)
     if (p->range[s->small] == s) /* the newest of its ranges */
         p->range[s->small] = NULL;
     p->nsegs--;
-    d->nranges--;
+    d->vmm.nranges--;
     d->st.segments--;
     a->be.vmm_free(a->be.ctx, d->id, (void *)s->base, s->size);
     ca_block_recycle(d, s->first);
@@ -141,19 +141,19 @@ static void drop_dead_range(ca_arena *a, ca_device *d, ca_segment *s)
  * unmap would fail while the memory it needs is on its way back. */
 static uint64_t wait_unmapping(ca_device *d)
 {
-    if (!d->unmapping)
+    if (!d->vmm.unmapping)
         return 0;
-    uint64_t before = d->unmapped_bytes;
+    uint64_t before = d->vmm.unmapped_bytes;
     ca_window_begin(d);
-    for (uint32_t u; (u = __atomic_load_n(&d->unmapping, __ATOMIC_ACQUIRE)) != 0;)
-        ca_futex_wait(&d->unmapping, u);
+    for (uint32_t u; (u = __atomic_load_n(&d->vmm.unmapping, __ATOMIC_ACQUIRE)) != 0;)
+        ca_futex_wait(&d->vmm.unmapping, u);
     ca_window_end(d);
-    return d->unmapped_bytes - before;
+    return d->vmm.unmapped_bytes - before;
 }
 
-uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync)
+uint64_t ca_unmap_free_pages(ca_arena *a, ca_device *d, uint64_t want, bool may_sync)
 {
-    if (d->nranges == 0 || d->ranges_gone || want == 0)
+    if (d->vmm.nranges == 0 || d->vmm.ranges_gone || want == 0)
         return 0;
     ca_device_consolidate(d); /* pages held only by unmerged exact-size lists */
     uint64_t got = 0;
@@ -178,7 +178,7 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
         uint64_t token = ca_reuse_token(&d->reuse);
         if (unproven)
             d->st.device_syncs++;
-        __atomic_store_n(&d->unmapping, d->unmapping + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&d->vmm.unmapping, d->vmm.unmapping + 1, __ATOMIC_RELAXED);
         uint64_t t0 = ca_now_ns();
         ca_window_begin(d);
         int sync = unproven ? a->be.device_synchronize(a->be.ctx, d->id) : CA_OK;
@@ -198,9 +198,9 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
         b->lnext = NULL;
         if (ok && ok[i]) {
             bytes += b->size;
-            for (uintptr_t at = b->addr; at < b->addr + b->size; at += d->vmm_page)
-                if (ca_range_boundary(b->seg, d->vmm_page, at)) {
-                    ca_range_mark(b->seg, d->vmm_page, at, false);
+            for (uintptr_t at = b->addr; at < b->addr + b->size; at += d->vmm.page)
+                if (ca_range_boundary(b->seg, d->vmm.page, at)) {
+                    ca_range_mark(b->seg, d->vmm.page, at, false);
                     d->st.driver_free_calls++;
                 }
             ca_range_mark_solo(b->seg, b->addr, b->size, false);
@@ -216,9 +216,9 @@ uint64_t ca_expand_unmap(ca_arena *a, ca_device *d, uint64_t want, bool may_sync
         }
     }
     if (v) {
-        d->unmapped_bytes += bytes;
-        __atomic_store_n(&d->unmapping, d->unmapping - 1, __ATOMIC_RELEASE);
-        ca_futex_wake_all(&d->unmapping);
+        d->vmm.unmapped_bytes += bytes;
+        __atomic_store_n(&d->vmm.unmapping, d->vmm.unmapping - 1, __ATOMIC_RELEASE);
+        ca_futex_wake_all(&d->vmm.unmapping);
     }
     free(v);
     free(ok);

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena/arena.h"
+#include "base/types.h"
 
 /* The driver as the host pool sees it. Each returns a ca_status. */
 typedef struct ca_host_backend {

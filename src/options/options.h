@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "arena/arena.h"
+#include "base/types.h"
 
 typedef enum ca_leak_mode { CA_LEAK_OFF = 0, CA_LEAK_ON = 1, CA_LEAK_STACKS = 2 } ca_leak_mode;
 

@@ -4,7 +4,7 @@
  * a device's bookkeeping: its handles destroyed, or forgotten after a reset. */
 #include <stdlib.h>
 
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/grow.h"
 
 ca_event_t ca_reuse_event_get(ca_arena *a, ca_device *d)

@@ -8,7 +8,7 @@
  * incomplete one. */
 #include <stdlib.h>
 
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/ca_assert.h"
 
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg)

@@ -15,7 +15,7 @@
  * whose streams do not pays little for the tries.
  *
  * Pure bookkeeping under the device lock: nothing here calls the device or reads a clock. */
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/ca_assert.h"
 
 #define TRY_MAX 1024 /* most epochs between two tries of the losing way               */

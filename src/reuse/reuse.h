@@ -9,142 +9,18 @@
  * free waits for (ca_reuse_pend), when to wait rather than grow (ca_reuse_wait), when the
  * device is synchronized (ca_reuse_sync).
  *
- * Layering (suite structure checks it): the module is below arena.c and above the lock, the
- * map and the bins; within it price.c is lowest (it calls nothing), then window.c, events.c,
- * fence.c, and wait.c, streams.c and quiet.c on top. This header comes before the arena's structures
- * (arena/internal.h embeds a ca_reuse in each device), so it names them only through pointers
- * and its inline predicates read the contract's own state. */
+ * Layering (suite structure checks it): the module is below the ladder (src/arena/) and above
+ * the blocks, segments, bins, map and lock (src/block/); within it price.c is lowest (it calls
+ * nothing), then switch.c, events.c, fence.c, and wait.c and streams.c on top. Its state,
+ * embedded in each device, is defined below it (block/reuse_state.h). */
 #ifndef CACHEALLOC_REUSE_H
 #define CACHEALLOC_REUSE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arena/arena.h"
-#include "arena/heads.h"
+#include "block/block.h"
 #include "base/clock.h"
-
-typedef struct ca_pool ca_pool;
-typedef struct ca_segment ca_segment;
-
-/* A fence: events on every live stream of a device, covering a batch of plain frees. */
-typedef struct ca_fence {
-    struct ca_fence *next;
-    uint64_t max_seq;         /* covers pending blocks with free_seq <= max_seq */
-    uint64_t dying_upto;      /* streams destroyed before it (not in its events) */
-    int nev;
-    ca_event_t ev[];          /* nev events                                  */
-} ca_fence;
-
-/* A destroyed stream whose last work may still run: its final event. */
-typedef struct ca_dying {
-    ca_event_t ev;
-    uint64_t stamp;           /* order of destruction: what a device sync covers */
-    bool done;
-} ca_dying;
-
-/* What the two ways of knowing that plain frees are past the device (CACHEALLOC_FENCES=device
- * and events) have cost this program, for the learned policy (auto, reuse/price.c): the wall
- * time an allocation took under each, measured over epochs of allocations. The losing way is
- * tried again now and then, less often while it keeps losing. */
-typedef struct ca_reuse_price {
-    uint8_t way;              /* CA_FENCES_DEVICE or CA_FENCES_EVENTS: the way in force  */
-    bool trying;              /* this epoch tries the way that lost                     */
-    uint32_t served;          /* allocations served in this epoch                       */
-    uint64_t epoch_t0;        /* when the epoch began (0: it begins at the next call)   */
-    uint64_t per_alloc_ns[2]; /* learned wall time an allocation, by way; 0: unknown    */
-    uint32_t since_try;       /* epochs since the losing way was last tried             */
-    uint32_t try_every;       /* epochs between its tries: doubles while it keeps losing */
-    uint64_t epochs;          /* epochs measured (the tests read it)                    */
-} ca_reuse_price;
-
-#define CA_PRICE_EPOCH 512u  /* allocations an epoch averages over (a try: an eighth) */
-
-/* A device's side of the contract. Every free on the device takes the next number of a
- * device-wide sequence (free_seq), and a block keeps the number of its last free: what has
- * completed is said in those numbers. All under the device lock, but for the futex words. */
-typedef struct ca_reuse {
-    bool fenced;              /* left the single-stream mode            */
-    uint32_t switching;       /* a device synchronization that stops allocations runs: the
-                               * mode switch, or a starved allocation's (a futex word) */
-    uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
-    /* Plain frees waiting for a fence: the unfenced list, then recorded fences (FIFO). */
-    ca_block *pend_head, *pend_tail;
-    uint64_t unfenced_max_seq;
-    ca_fence *fence_head, *fence_tail;
-    uint64_t free_seq;        /* device-wide free counter                    */
-    uint64_t synced_seq;      /* frees up to here completed (device synchronized) */
-    ca_stream_t *streams;     /* live streams in the fence set               */
-    int nstreams, cap_streams;
-    /* A non-blocking stream could not be added to `streams` (no host memory): no fence can
-     * cover it, so none is taken, and frees wait for a device synchronization. */
-    bool streams_lost;
-    ca_dying *dying;
-    int ndying, cap_dying;
-    uint64_t dying_stamp;
-    bool sync_owed;           /* work done quietly needs a device synchronization (the
-                               * single-stream mode's end, a stream destroyed unwatched) before
-                               * fences and pools are trusted again: reuse/quiet.c */
-    ca_event_t *events;       /* idle events for reuse                       */
-    int nevents, cap_events;
-    ca_reuse_price price;     /* what waiting has cost each way (CACHEALLOC_FENCES=auto) */
-} ca_reuse;
-
-/* Inline predicates on the contract's own state, for the paths that ask at every call. */
-
-/* Whether plain frees wait for fences: the device left its single-stream mode, and the
- * program did not opt out of the contract (CACHEALLOC_REUSE=stream). */
-static inline bool ca_reuse_fencing(const ca_reuse *r, const ca_config *cfg)
-{
-    return r->fenced && cfg->reuse != CA_REUSE_STREAM; /* safe and sync */
-}
-
-/* Whether fences and pool events must be left alone: quiet (a capture is under way), or a
- * synchronization is owed before they are trusted again. */
-static inline bool ca_reuse_hushed(const ca_reuse *r, bool quiet)
-{
-    return quiet || r->sync_owed;
-}
-
-/* Whether a synchronization that stops the device's allocations runs (read without the lock). */
-static inline bool ca_reuse_switching(const ca_reuse *r)
-{
-    return __atomic_load_n(&r->switching, __ATOMIC_RELAXED) != 0;
-}
-
-/* Whether the device's single-stream mode ended during a capture: its switch waits for it. */
-static inline bool ca_reuse_switch_owed(const ca_reuse *r)
-{
-    return r->sync_owed && !r->fenced;
-}
-
-/* Whether plain frees wait for a fence, recorded or not. */
-static inline bool ca_reuse_pending(const ca_reuse *r)
-{
-    return r->pend_tail != NULL;
-}
-
-/* The free number a device synchronization that begins now covers: pass it to ca_reuse_synced. */
-static inline uint64_t ca_reuse_token(const ca_reuse *r)
-{
-    return r->free_seq;
-}
-
-/* A block's stamp (ca_block.free_seq, the number of its last free), for the files below the
- * module that split, merge and map blocks: inline, so that they call nothing of it. */
-
-/* Memory no stream has used since its fence completed, or ever: safe for every stream. */
-static inline void ca_reuse_stamp_fresh(uint64_t *stamp)
-{
-    *stamp = 0;
-}
-
-/* A block merged from two free ones waits for the later of their frees. */
-static inline void ca_reuse_stamp_merge(uint64_t *into, uint64_t from)
-{
-    if (from > *into)
-        *into = from;
-}
 
 /* The verbs. Under the device lock unless said otherwise; those that wait drop it meanwhile
  * (an unlocked window), so whatever the caller found before may have changed after. */
@@ -179,17 +55,7 @@ static inline void ca_reuse_served(const ca_config *cfg, ca_reuse *r)
         ca_price_epoch(&r->price, ca_now_ns());
 }
 
-/* reuse/window.c: unlocked windows and the switch to fences. */
-/* Drop the lock around a blocking backend call; a device reset waits for every open window. */
-void ca_window_begin(ca_device *d);
-/* Take the lock back after a window, first waiting out a mode switch that began meanwhile. */
-void ca_window_end(ca_device *d);
-/* Wait, the lock dropped meanwhile, until no window is open (nor, if switches, a switch runs). */
-void ca_window_drain(ca_device *d, bool switches);
-/* A fork's child: no thread of it is inside a window or a switch, whatever the parent's did. */
-void ca_window_forget(ca_device *d);
-/* Wait, the lock dropped meanwhile, until no synchronization that stops allocations runs. */
-void ca_reuse_wait_switch(ca_device *d);
+/* reuse/switch.c: the switch to fences, and the contract's synchronizations. */
 /* Synchronize the device in a window (alone: the device's other allocations wait); its rc. */
 int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone);
 /* Leave the single-stream mode: one device synchronization, owed instead when quiet. */
@@ -231,7 +97,7 @@ bool ca_reuse_poll_fences(ca_arena *a, ca_device *d);
 void ca_reuse_poll(ca_arena *a, ca_device *d);
 /* The device synchronized after token was taken (ca_reuse_token): every free up to it is safe. */
 void ca_reuse_synced(ca_device *d, uint64_t token);
-/* Whether whole segment seg may move to another pool now. */
+/* Whether empty segment seg may move to another pool now. */
 bool ca_reuse_segment_safe(const ca_arena *a, const ca_device *d, const ca_segment *seg);
 /* Whether the device is done with free block b: freed before its last synchronization. */
 bool ca_reuse_block_idle(const ca_device *d, const ca_block *b);
@@ -258,9 +124,5 @@ void ca_reuse_stream_created(ca_arena *a, ca_device *d, ca_stream_t s, bool nonb
 void ca_reuse_stream_seen(ca_arena *a, ca_device *d, ca_stream_t s);
 /* Stream s was destroyed: out of the fence set, its last work watched (or waited for). */
 void ca_reuse_stream_destroyed(ca_arena *a, ca_device *d, ca_stream_t s);
-
-/* reuse/quiet.c: no backend call while a stream capture is under way (ca_quiet_begin/end). */
-/* At an allocation: pays a capture's debt, or (while quiet) whether d cannot serve at all. */
-bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d);
 
 #endif

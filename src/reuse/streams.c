@@ -2,7 +2,7 @@
  * an event on; the legacy stream's covers the blocking ones) and the destroyed streams whose
  * last work may still run. The arena's doors (arena.c) take the device lock and tell this
  * file; a stream's pool is the arena's, what its blocks wait for is the module's. */
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/grow.h"
 
 static void add_stream(ca_reuse *r, ca_stream_t s)

@@ -10,7 +10,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "arena/internal.h"
+#include "reuse/reuse.h"
 #include "base/clock.h"
 
 #define WAIT_STACK 32 /* events waited for without a heap array */

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "arena/arena.h"
+#include "base/types.h"
 
 typedef struct ca_trace ca_trace;
 

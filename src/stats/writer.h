@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "arena/arena.h"
+#include "base/types.h"
 #include "stats/abi.h"
 
 /* Where the numbers come from (the shim passes the arena). Callbacks run on the monitor thread

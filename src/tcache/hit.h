@@ -14,10 +14,10 @@
 struct ca_tcache {
     uint32_t lock;                    /* ca_tc_try, tc_lock: 0 free, 1 held               */
     uint32_t nkept;
-    uint8_t order[CA_TC_KEPT];        /* table slots of the kept blocks, oldest first     */
+    uint8_t order[CA_TC_KEPT];        /* table entries of the kept blocks, oldest first   */
     /* Blocks it was handed and blocks it keeps, in one table by address hash: a free marks
      * an entry kept and a hit marks it issued again, with nothing copied. A new allocation
-     * whose slot holds a kept block is not remembered (its free goes to the pools). */
+     * whose entry holds a kept block is not remembered (its free goes to the pools). */
     ca_tc_entry table[CA_TC_ISSUED];
     ca_tc_entry evicted;              /* pushed out by the last keep, for its caller      */
     /* By device, its own calls. */
@@ -30,33 +30,33 @@ struct ca_tcache {
     struct ca_tcache *prev, *next;    /* the registry                                     */
 };
 
-_Static_assert(CA_TC_ISSUED <= 256, "kept slots are bytes");
+_Static_assert(CA_TC_ISSUED <= 256, "kept entries' indexes are bytes");
 
-/* A thread's caches, one per arena it used (a process has one arena per runtime), in the slot
+/* A thread's caches, one per arena it used (a process has one arena per runtime), at the index
  * its arena's serial names, and checked by that serial: a destroyed arena's serial never comes
  * back, so a hit never follows a stale pointer here (a destroyed arena frees its caches, and
- * their threads' slots still name them: retiring one checks that it is still registered, as
- * this serial's). Two arenas of one slot (tests make many) take turns: the newer one's cache
+ * their threads' indexes still name them: retiring one checks that it is still registered, as
+ * this serial's). Two arenas of one index (tests make many) take turns: the newer one's cache
  * replaces the older's. */
-#define CA_TC_SLOTS 4
+#define CA_TC_ARENAS 4
 typedef struct ca_tc_thread {
-    uint64_t serial[CA_TC_SLOTS];
-    ca_tcache *tc[CA_TC_SLOTS];
+    uint64_t serial[CA_TC_ARENAS];
+    ca_tcache *tc[CA_TC_ARENAS];
     bool exit_armed;
     bool exited;                      /* its caches retired: no new one (nothing would free it) */
 } ca_tc_thread;
 extern _Thread_local ca_tc_thread ca_tc_self;
 
-CA_INLINE unsigned ca_tc_slot(const ca_arena *a)
+CA_INLINE unsigned ca_tc_arena_index(const ca_arena *a)
 {
-    return (unsigned)ca_arena_hot_of(a)->serial & (CA_TC_SLOTS - 1);
+    return (unsigned)ca_arena_head_of(a)->serial & (CA_TC_ARENAS - 1);
 }
 
 /* The calling thread's cache of a, or NULL (none made yet, or thread caches are off). */
 CA_INLINE ca_tcache *ca_tc_mine(const ca_arena *a)
 {
-    unsigned i = ca_tc_slot(a);
-    return ca_tc_self.serial[i] == ca_arena_hot_of(a)->serial ? ca_tc_self.tc[i] : NULL;
+    unsigned i = ca_tc_arena_index(a);
+    return ca_tc_self.serial[i] == ca_arena_head_of(a)->serial ? ca_tc_self.tc[i] : NULL;
 }
 
 /* A cache's lock: its thread only ever tries it (held: that call misses, or spills nothing),
@@ -88,8 +88,8 @@ CA_INLINE bool ca_tc_serves(const ca_tc_entry *e, int dev, size_t size, ca_strea
     if (e->requested != size || e->key != s || e->dev != dev || e->api != api)
         return false;
     if (api == CA_API_PLAIN)
-        return !__atomic_load_n(&ca_device_hot_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
-    return __atomic_load_n(&ca_device_hot_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
+        return !__atomic_load_n(&ca_device_head_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ca_device_head_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE) == e->epoch;
 }
 
 /* Hand out the i-th kept block of tc, forgetting it there (the newer ones move down). Caller
@@ -100,11 +100,11 @@ CA_INLINE void *ca_tc_reissue(ca_tcache *tc, unsigned i)
     ca_tc_entry *e = ca_tc_kept_at(tc, i);
     /* Kept, and the pools never saw it since its keep: the block still says kept (a block
      * handed back to the pools is unmarked there), and no free or allocation moved its gen. */
-    ca_assert(e->is_kept && __atomic_load_n(&ca_block_hot_of(e->b)->kept, __ATOMIC_RELAXED));
-    ca_assert(__atomic_load_n(&ca_block_hot_of(e->b)->gen, __ATOMIC_RELAXED) == e->gen);
+    ca_assert(e->is_kept && __atomic_load_n(&ca_block_head_of(e->b)->kept, __ATOMIC_RELAXED));
+    ca_assert(__atomic_load_n(&ca_block_head_of(e->b)->gen, __ATOMIC_RELAXED) == e->gen);
     ca_tc_check_block(e);
     tc->hits[e->dev]++;
-    __atomic_store_n(&ca_block_hot_of(e->b)->kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ca_block_head_of(e->b)->kept, 0, __ATOMIC_RELAXED);
     e->is_kept = 0; /* issued again: its gen never changed */
     tc->nkept--;
     for (; i < tc->nkept; i++)
@@ -112,23 +112,23 @@ CA_INLINE void *ca_tc_reissue(ca_tcache *tc, unsigned i)
     return (void *)e->addr;
 }
 
-/* The table slot of the block at addr: a multiplicative hash of its 512-byte units. */
-CA_INLINE size_t ca_tc_issued_slot(uintptr_t addr)
+/* The table entry of the block at addr: a multiplicative hash of its 512-byte units. */
+CA_INLINE size_t ca_tc_entry_index(uintptr_t addr)
 {
     return (size_t)((addr >> 9) * 0x9E3779B97F4A7C15ull >> 58) & (CA_TC_ISSUED - 1);
 }
 
-/* The issued entry of ptr (not NULL), in its table slot, still valid; or NULL. Caller holds
+/* The issued entry of ptr (not NULL), in its table entry, still valid; or NULL. Caller holds
  * tc's lock. */
-CA_INLINE ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t slot, const void *ptr)
+CA_INLINE ca_tc_entry *ca_tc_issued_entry(ca_tcache *tc, size_t at, const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;
-    ca_tc_entry *e = &tc->table[slot];
+    ca_tc_entry *e = &tc->table[at];
     /* Freed or handed out again by the pools since (another thread freed it, or a double
      * free): the gen moved on, and the pools answer. A kept block is freed already. An empty
      * entry's address is 0. */
     if (e->addr != addr || e->is_kept ||
-        __atomic_load_n(&ca_block_hot_of(e->b)->gen, __ATOMIC_RELAXED) != e->gen)
+        __atomic_load_n(&ca_block_head_of(e->b)->gen, __ATOMIC_RELAXED) != e->gen)
         return NULL;
     return e;
 }
@@ -140,22 +140,22 @@ CA_INLINE bool ca_tc_keepable(const ca_tc_entry *e, ca_stream_t s, unsigned api)
         return false;
     /* A plain block on a device with streams: fences decide, in the pools. */
     return api != CA_API_PLAIN ||
-           !__atomic_load_n(&ca_device_hot_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
+           !__atomic_load_n(&ca_device_head_of(e->d)->streams_seen, __ATOMIC_ACQUIRE);
 }
 
-/* Keep e, table slot `slot`, as the newest kept block. Caller holds tc's lock, with room. */
-CA_INLINE void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t slot)
+/* Keep e, table entry `at`, as the newest kept block. Caller holds tc's lock, with room. */
+CA_INLINE void ca_tc_keep_entry(ca_tcache *tc, ca_tc_entry *e, size_t at)
 {
-    /* An issued entry, named by its own slot in the order list, once, with room there; no
+    /* An issued entry, named by its own index in the order list, once, with room there; no
      * cache keeps its block already. */
-    ca_assert(e == &tc->table[slot] && !e->is_kept && tc->nkept < CA_TC_KEPT);
-    ca_assert(!__atomic_load_n(&ca_block_hot_of(e->b)->kept, __ATOMIC_RELAXED));
+    ca_assert(e == &tc->table[at] && !e->is_kept && tc->nkept < CA_TC_KEPT);
+    ca_assert(!__atomic_load_n(&ca_block_head_of(e->b)->kept, __ATOMIC_RELAXED));
     ca_tc_check_block(e);
     e->is_kept = 1;
     if (e->api != CA_API_PLAIN) /* a plain block's reuse does not look at it */
-        e->epoch = __atomic_load_n(&ca_device_hot_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&ca_block_hot_of(e->b)->kept, 1, __ATOMIC_RELAXED);
-    tc->order[tc->nkept++] = (uint8_t)slot;
+        e->epoch = __atomic_load_n(&ca_device_head_of(e->d)->stream_epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&ca_block_head_of(e->b)->kept, 1, __ATOMIC_RELAXED);
+    tc->order[tc->nkept++] = (uint8_t)at;
     tc->frees[e->dev]++;
 }
 
@@ -183,11 +183,11 @@ CA_INLINE bool ca_free_hit(ca_tcache *tc, void *ptr, ca_stream_t s, unsigned api
 {
     if (!tc || !ca_tc_try(tc))
         return false;
-    size_t slot = ca_tc_issued_slot((uintptr_t)ptr);
-    ca_tc_entry *e = ca_tc_issued_entry(tc, slot, ptr);
+    size_t at = ca_tc_entry_index((uintptr_t)ptr);
+    ca_tc_entry *e = ca_tc_issued_entry(tc, at, ptr);
     bool kept = e && e->dev == dev && tc->nkept < CA_TC_KEPT && ca_tc_keepable(e, s, api);
     if (kept)
-        ca_tc_keep_entry(tc, e, slot);
+        ca_tc_keep_entry(tc, e, at);
     ca_tc_unlock(tc);
     return kept;
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tcache/hit.h"
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/ca_assert.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -110,7 +110,7 @@ void ca_tc_set_retire_hook(void (*hook)(void))
     retire_hook = hook;
 }
 
-/* The calling thread's cache in slot i is about to go: the hook first. */
+/* The calling thread's cache at index i is about to go: the hook first. */
 static void retire_own(unsigned i)
 {
     if (retire_hook)
@@ -124,7 +124,7 @@ static void thread_exit(void *unused)
     /* A later destructor of the thread's may still allocate: through the pools, since no
      * cache made now would ever be retired. */
     tl.exited = true;
-    for (unsigned i = 0; i < CA_TC_SLOTS; i++) {
+    for (unsigned i = 0; i < CA_TC_ARENAS; i++) {
         if (tl.tc[i])
             retire_own(i);
         tl.tc[i] = NULL;
@@ -146,23 +146,23 @@ static ca_tcache *cache_new(ca_arena *a)
     if (!tc)
         return NULL;
     tc->arena = a;
-    tc->serial = a->hot.serial;
+    tc->serial = a->head.serial;
     if (!tl.exit_armed) {
         pthread_once(&exit_once, make_exit_key);
         if (exit_key != (pthread_key_t)-1 && pthread_setspecific(exit_key, &tl) == 0)
             tl.exit_armed = true;
     }
-    unsigned slot = ca_tc_slot(a);
-    if (tl.tc[slot])
-        retire_own(slot); /* another arena of the same slot: its cache goes */
+    unsigned i = ca_tc_arena_index(a);
+    if (tl.tc[i])
+        retire_own(i); /* another arena of the same index: its cache goes */
     pthread_mutex_lock(&registry_lock);
     tc->next = registry;
     if (registry)
         registry->prev = tc;
     registry = tc;
     pthread_mutex_unlock(&registry_lock);
-    tl.tc[slot] = tc;
-    tl.serial[slot] = a->hot.serial;
+    tl.tc[i] = tc;
+    tl.serial[i] = a->head.serial;
     return tc;
 }
 
@@ -216,7 +216,7 @@ void ca_tc_issue(ca_arena *a, int dev, ca_block *b, uint32_t gen, size_t request
         return;
     if (!ca_tc_try(tc))
         return; /* held by a collection: not remembered, its free goes to the pools */
-    ca_tc_entry *e = &tc->table[ca_tc_issued_slot(b->addr)];
+    ca_tc_entry *e = &tc->table[ca_tc_entry_index(b->addr)];
     if (!e->b || !e->is_kept)
         *e = (ca_tc_entry){.b = b, .addr = b->addr, .requested = requested, .key = s,
                            .d = ca_device_peek(a, dev), .gen = gen, .dev = (int16_t)dev,
@@ -229,7 +229,7 @@ bool ca_tc_issued(ca_arena *a, const void *ptr, int *dev, size_t *requested)
     ca_tcache *tc = ca_tc_mine(a);
     if (!tc || !ca_tc_try(tc))
         return false;
-    const ca_tc_entry *e = ca_tc_issued_entry(tc, ca_tc_issued_slot((uintptr_t)ptr), ptr);
+    const ca_tc_entry *e = ca_tc_issued_entry(tc, ca_tc_entry_index((uintptr_t)ptr), ptr);
     if (e) {
         *dev = e->dev;
         *requested = e->requested;
@@ -243,7 +243,7 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
     ca_tcache *tc = ca_tc_mine(a);
     if (!tc || !ca_tc_try(tc))
         return CA_TC_NOT_KEPT;
-    ca_tc_entry *e = ca_tc_issued_entry(tc, ca_tc_issued_slot((uintptr_t)ptr), ptr);
+    ca_tc_entry *e = ca_tc_issued_entry(tc, ca_tc_entry_index((uintptr_t)ptr), ptr);
     if (!e || !ca_tc_keepable(e, s, api)) {
         ca_tc_unlock(tc);
         return CA_TC_NOT_KEPT;
@@ -257,7 +257,7 @@ int ca_tc_keep(ca_arena *a, void *ptr, ca_stream_t s, unsigned api, int *dev_out
         memmove(tc->order, tc->order + 1, tc->nkept);
         rc = CA_TC_KEPT_EVICTING;
     }
-    ca_tc_keep_entry(tc, e, ca_tc_issued_slot((uintptr_t)ptr));
+    ca_tc_keep_entry(tc, e, ca_tc_entry_index((uintptr_t)ptr));
     ca_tc_unlock(tc);
     if (dev_out)
         *dev_out = e->dev;

@@ -10,7 +10,7 @@
 #ifndef CACHEALLOC_TCACHE_H
 #define CACHEALLOC_TCACHE_H
 
-#include "arena/heads.h"
+#include "block/heads.h"
 
 #define CA_TC_KEPT 8                 /* blocks a thread keeps at once                  */
 #define CA_TC_ISSUED 64              /* its recent allocations remembered (power of 2) */
@@ -19,7 +19,7 @@
 /* A block a thread allocated (issued) or freed and kept. 64 bytes, aligned so (an array of
  * them, or a cache, is allocated aligned): the hit path indexes entries by a shift. */
 typedef struct __attribute__((aligned(64))) ca_tc_entry {
-    ca_block *b;                     /* NULL: empty slot                                */
+    ca_block *b;                     /* NULL: empty entry                               */
     uintptr_t addr;                  /* b's, as issued (b itself may be recycled since)  */
     size_t requested;
     ca_stream_t key;                 /* the allocation's stream; legacy for the plain API */
@@ -41,7 +41,7 @@ typedef struct ca_tcache ca_tcache;
 ca_tcache *ca_tc_thread_cache(ca_arena *a);
 
 /* hook() runs on a thread just before one of its caches is freed (it exits, or a newer arena
- * takes the cache's slot): whoever kept a pointer to it forgets it. Set once, early. */
+ * takes the cache's index): whoever kept a pointer to it forgets it. Set once, early. */
 void ca_tc_set_retire_hook(void (*hook)(void));
 
 /* An allocation's one visit to the calling thread's cache, its kept blocks newest first (the

@@ -4,31 +4,22 @@
     check_layers.py SOURCE_ROOT [OBJECT_DIR ...]
 
 1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/ (their common base)
-   and src/, never each other; shim/ uses src/, and a door's file only where EXCEPT says why
-   (today nowhere);
-   tools/top/ uses only src/'s stats ABI, tools/launch/ only its option parser (the launcher
-   checks values exactly as the library reads them); src/ and tests/simdevice/ stand alone.
-2. No header includes itself through others.
-   The shim never reaches the arena's private header, not even through another header: the
-   inline hit it compiles reads the arena through src/arena/heads.h only.
-   Only the files above the ladder reach arena.c's header (src/arena/ladder.h); the reuse
-   contract's header (src/reuse/reuse.h) reaches none of the arena's private headers, and the
-   lock's, the map's and the bins' headers do not reach it.
+   and src/, never each other; shim/ uses src/; tools/top/ uses only src/'s stats ABI,
+   tools/launch/ only its option parser (the launcher checks values exactly as the library
+   reads them); src/ and tests/simdevice/ stand alone.
+2. No header includes itself through others. The shim never reaches the arena's private
+   headers, not even through another header: the inline hit it compiles reads the arena
+   through src/block/heads.h only. Only the files above the ladder reach arena.c's header
+   (src/arena/ladder.h), so no file arena.c calls can call it back.
 3. Within each OBJECT_DIR (the object files of one library), no two files call each other,
    directly or around a circle: files depend downward.
-4. Below the arena, the options and the statistics libraries use nothing of a library above.
-5. Within the arena library, groups of files in layers: the reuse contract (src/reuse/) uses
-   nothing of the ladder (arena.c), directly or through other files, and the lock, the map and
-   the bins use nothing of the contract. Each group must name files that exist. Below them
-   all, base/ uses nothing of the library; above the contract and below arena.c, the thread
-   caches (src/tcache/) and the host pool (src/host/).
-6. src/ is folders, one a library or a concern, each including only the folders below it:
-   base/ nothing else of src/; options/, stats/ and host/ only base/ and the arena's public
-   header (arena/arena.h: its types); tcache/ and reuse/ base/ and the arena. Every file of
-   src/ lies in a folder named here.
+4. src/ is folders in ONE order (ORDER, lowest first). A file of src/ includes only files of
+   its own folder or of folders before it, and an object of src/'s libraries uses only
+   functions and data of its own folder or of folders before it, whichever library holds
+   them. There is no exception. Every file of src/ lies in a folder ORDER names, and every
+   folder it names exists.
 Exits 1 and names every breach.
 """
-import fnmatch
 import os
 import re
 import subprocess
@@ -43,45 +34,24 @@ LAYERS = {  # layer -> the layers (or single files of them) it may include
     "tools/launch": {"tools/launch", "src/options/options.h"},
     "tests/simdevice": {"tests/simdevice"},
 }
-EXCEPT = {  # file -> the files of a layer above its own it may include, each for its reason
-}
 PRIVATE = {  # layer -> files it may not reach, directly or through any chain of includes
-    "shim": {"src/arena/internal.h", "src/reuse/reuse.h"},
+    "shim": {"src/block/block.h", "src/reuse/reuse.h", "src/arena/internal.h"},
 }
 ONLY = {  # header -> the only files that may reach it, directly or through others
     # arena.c's own functions: for the files above the ladder, never for a rung of it.
     "src/arena/ladder.h": {"src/arena/arena.c", "src/arena/admin.c"},
 }
-UNREACHED = {  # file -> headers it may not reach, directly or through others
-    # The contract's header comes before the arena's structures (which embed its state).
-    "src/reuse/reuse.h": {"src/arena/internal.h", "src/arena/ladder.h"},
-    "src/arena/lock.h": {"src/reuse/reuse.h"},
-    "src/arena/map.h": {"src/reuse/reuse.h"},
-    "src/arena/bins.h": {"src/reuse/reuse.h"},
-}
-RANKS = {  # a library's objects -> groups of its source files (under src/), lowest first; no
-    # object of a group uses one of a higher group, directly or through other objects
-    "libcaarena.a.p": [
-        ["base/*.c"],
-        ["arena/lock.c", "arena/map.c", "arena/bins.c"],
-        ["reuse/*.c"],
-        ["tcache/*.c", "host/*.c"],
-        ["arena/arena.c"],
-    ],
-}
-BELOW = {  # a library's objects -> the libraries above it, whose symbols it may not use
-    "libcaoptions.a.p": ["libcastats.a.p", "libcaarena.a.p"],
-    "libcastats.a.p": ["libcaarena.a.p"],
-}
-FOLDERS = {  # folder of src/ -> the folders (or single files) of src/ its files may include
-    "src/base": {"src/base"},
-    "src/options": {"src/options", "src/base", "src/arena/arena.h"},
-    "src/stats": {"src/stats", "src/base", "src/arena/arena.h"},
-    "src/host": {"src/host", "src/base", "src/arena/arena.h"},
-    "src/tcache": {"src/tcache", "src/base", "src/arena"},
-    "src/reuse": {"src/reuse", "src/base", "src/arena"},
-    "src/arena": {"src/arena", "src/base", "src/reuse", "src/tcache", "src/host", "src/stats"},
-}
+# The folders of src/, lowest first: each uses only itself and those before it.
+ORDER = [
+    "src/base",     # assertions, the clock, the types the libraries share
+    "src/options",  # CACHEALLOC_* parsing (its own library)
+    "src/stats",    # the statistics segment, the neighbours, the timeline (its own library)
+    "src/block",    # the structures; segments, blocks, bins, the map, the lock
+    "src/reuse",    # the reuse contract: fences, events, waits
+    "src/host",     # the pinned host pool
+    "src/tcache",   # each thread's cache
+    "src/arena",    # the ladder and the device's administration; the public interface
+]
 INCLUDE_DIRS = ["src"]  # what the builds add to the include path: names relative to these
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -180,8 +150,7 @@ def check_includes(root):
                 errors.append("%s includes %s: which of %s?" % (rel, name, ", ".join(target)))
                 continue
             allowed = LAYERS[layer]
-            if (layer_of(target) not in allowed and target not in allowed and
-                    target not in EXCEPT.get(rel, ())):
+            if layer_of(target) not in allowed and target not in allowed:
                 errors.append("%s includes %s: %s may not use %s" %
                               (rel, target, layer, layer_of(target) or "it"))
             errors += folder_breaches(rel, target)
@@ -194,17 +163,15 @@ def check_includes(root):
         seen = reached(graph, rel)
         for bad in sorted(private_of(rel) & seen):
             errors.append("%s reaches %s: private to its layer" % (rel, bad))
-        for bad in sorted(UNREACHED.get(rel, set()) & seen):
-            errors.append("%s reaches %s: that header is above it" % (rel, bad))
         for header, allowed in sorted(ONLY.items()):
             if header in seen and rel not in allowed:
                 errors.append("%s reaches %s: only %s may" %
                               (rel, header, ", ".join(sorted(allowed))))
-    for name in sorted(set(ONLY) | set(UNREACHED) | set(FOLDERS)):
+    for name in sorted(set(ONLY) | set(ORDER)):
         if not os.path.exists(os.path.join(root, name)):
             errors.append("no file %s, which the layering names" % name)
     for rel in sorted(files):
-        if layer_of(rel) == "src" and folder_of(rel) not in FOLDERS:
+        if layer_of(rel) == "src" and folder_of(rel) not in ORDER:
             errors.append("%s: in no folder of src/ that the layering names" % rel)
     return errors
 
@@ -215,15 +182,18 @@ def folder_of(rel):
     return "/".join(parts[:2]) if parts[0] == "src" and len(parts) > 2 else None
 
 
+def rank_of(folder):
+    """folder's place in ORDER (lowest 0), None for a folder it does not name."""
+    return ORDER.index(folder) if folder in ORDER else None
+
+
 def folder_breaches(rel, target):
-    """Includes that FOLDERS forbids: a file of src/ including a folder not below its own."""
-    allowed = FOLDERS.get(folder_of(rel))
-    if allowed is None:
+    """Includes that ORDER forbids: a file of src/ including a file of a folder after its own."""
+    mine, theirs = rank_of(folder_of(rel)), rank_of(folder_of(target))
+    if mine is None or theirs is None or theirs <= mine:
         return []
-    if folder_of(target) in allowed or target in allowed or layer_of(target) != "src":
-        return []
-    return ["%s includes %s: %s may include only %s" %
-            (rel, target, folder_of(rel), ", ".join(sorted(allowed)))]
+    return ["%s includes %s: %s comes after %s" %
+            (rel, target, folder_of(target), folder_of(rel))]
 
 
 def reached(graph, start):
@@ -262,51 +232,35 @@ def object_calls(objdir):
             for u, syms in used.items()}
 
 
-def unit_of(source):
-    """The object name meson gives a source of src/ (its path, / as _, no extension)."""
-    return source.rsplit(".", 1)[0].replace("/", "_")
+def folder_of_unit(unit):
+    """The folder of src/ an object of src/'s libraries was built from (meson names an object
+    by its source's path under src/, / as _), else None."""
+    for folder in ORDER:
+        if unit.startswith(folder[len("src/"):] + "_"):
+            return folder
+    return None
 
 
-def rank_breaches(objdirs):
-    """Uses that RANKS forbids: an object using one of a higher group, even through others."""
-    by_name = {os.path.basename(d): d for d in objdirs if os.path.isdir(d)}
+def order_breaches(objdirs):
+    """Uses that ORDER forbids: an object of src/ using what an object of a later folder
+    defines, in its own library or another of src/'s (the OBJECT_DIRs under a folder src)."""
+    defined, used = {}, {}
+    for d in objdirs:
+        if os.path.isdir(d) and os.path.basename(os.path.dirname(os.path.abspath(d))) == "src":
+            dd, uu = symbols(d)
+            defined.update(dd)
+            for unit, syms in uu.items():
+                used.setdefault(unit, set()).update(syms)
     errors = []
-    for lib, groups in sorted(RANKS.items()):
-        if lib not in by_name:
+    for unit, syms in sorted(used.items()):
+        mine = rank_of(folder_of_unit(unit))
+        if mine is None:
             continue
-        calls = object_calls(by_name[lib])
-        units = {f.split(".")[0] for f in os.listdir(by_name[lib]) if f.endswith(".o")}
-        members = []
-        for group in groups:
-            found = {u for u in units for pattern in group
-                     if fnmatch.fnmatchcase(u, unit_of(pattern))}
-            if not found:
-                errors.append("%s: no object of %s" % (lib, ", ".join(group)))
-            members.append(found)
-        for i, low in enumerate(members):
-            high = set().union(*members[i + 1:])
-            for unit in sorted(low):
-                for bad in sorted(reached(calls, unit) & high):
-                    errors.append("%s: %s uses %s, which is above it" % (lib, unit, bad))
-    return errors
-
-
-def library_breaches(objdirs):
-    """Uses that BELOW forbids: a library using what one above it defines."""
-    by_name = {os.path.basename(d): d for d in objdirs if os.path.isdir(d)}
-    errors = []
-    for lib, above in sorted(BELOW.items()):
-        if lib not in by_name:
-            continue
-        _, used = symbols(by_name[lib])
-        for other in above:
-            if other not in by_name:
-                continue
-            defined, _ = symbols(by_name[other])
-            for unit, syms in sorted(used.items()):
-                for sym in sorted(syms & set(defined)):
-                    errors.append("%s: %s uses %s of %s, a library above it" %
-                                  (lib, unit, sym, other))
+        for sym in sorted(syms):
+            theirs = rank_of(folder_of_unit(defined.get(sym, "")))
+            if theirs is not None and theirs > mine:
+                errors.append("%s uses %s of %s: %s comes after %s" %
+                              (unit, sym, defined[sym], ORDER[theirs], ORDER[mine]))
     return errors
 
 
@@ -322,8 +276,7 @@ def main():
         for comp in cycles(object_calls(objdir)):
             errors.append("%s: files call each other: %s" %
                           (os.path.basename(objdir), " -> ".join(comp)))
-    errors += library_breaches(sys.argv[2:])
-    errors += rank_breaches(sys.argv[2:])
+    errors += order_breaches(sys.argv[2:])
     for e in errors:
         print(e)
     print("layers: %s" % ("%d breaches" % len(errors) if errors else "ok"))

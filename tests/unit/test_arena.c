@@ -57,7 +57,7 @@ static void test_split_and_merge(void **state)
     assert_int_equal(st.largest_free_block, 2 * MiB);
     assert_int_equal(st.cached_bytes, 2 * MiB);
     assert_balanced(f);
-    /* A whole segment can be handed out whole. */
+    /* An empty segment can be handed out whole. */
     char *e = must_alloc(f, 1 * MiB, NULL, CA_API_PLAIN);
     assert_ptr_equal(e, a);
     assert_int_equal(f->dev.allocs, 1);

@@ -170,7 +170,7 @@ static void test_unaligned_bases_exact_segments(void **state)
     stop();
 }
 
-/* Binned blocks are whole segments, reused only at their exact size: they still are, and
+/* Binned blocks are each all of a segment, reused only at their exact size: they still are, and
  * start on 512 bytes (a binned block starts where its segment does: the large alignment is
  * the driver's). */
 static void test_unaligned_bases_binned(void **state)

@@ -74,7 +74,7 @@ static void test_take_once_past_the_hit(void **state)
     /* Nothing kept any more: even a visit that tries every block misses, and spills nothing. */
     assert_int_equal(ca_tc_take(f->a, 0, 2 * MiB, NULL, CA_API_PLAIN, false, &out, spill), 0);
     /* The spilled block goes back as the arena would send it: no longer kept, then freed. */
-    __atomic_store_n(&ca_block_hot_of(spill[0].b)->kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ca_block_head_of(spill[0].b)->kept, 0, __ATOMIC_RELAXED);
     must_free(f, y, NULL, CA_API_PLAIN);
     must_free(f, x, NULL, CA_API_PLAIN);
     /* Without the inline hit's try, the newest is tried. */
@@ -232,7 +232,7 @@ static void test_double_free_refused(void **state)
     assert_balanced(f);
 }
 
-/* A reclaim gives back what the threads keep, so whole segments can go to the driver. */
+/* A reclaim gives back what the threads keep, so empty segments can go to the driver. */
 static void test_reclaim_empties(void **state)
 {
     fixture *f = *state;
@@ -419,8 +419,8 @@ static void test_destroyed_arena_slot_reused(void **state)
     fx_finish(gone);
     fixture *live = fx_start_tcache(GiB); /* its cache may take the freed one's address */
     char *x = must_alloc(live, MiB, NULL, CA_API_PLAIN);
-    fixture *other[CA_TC_SLOTS - 1]; /* the last shares the destroyed arena's slot */
-    for (int i = 0; i < CA_TC_SLOTS - 1; i++) {
+    fixture *other[CA_TC_ARENAS - 1]; /* the last shares the destroyed arena's slot */
+    for (int i = 0; i < CA_TC_ARENAS - 1; i++) {
         other[i] = fx_start_tcache(GiB);
         must_free(other[i], must_alloc(other[i], MiB, NULL, CA_API_PLAIN), NULL, CA_API_PLAIN);
     }
@@ -432,7 +432,7 @@ static void test_destroyed_arena_slot_reused(void **state)
     assert_true(ca_tc_issued(live->a, y, &dev, &requested));
     must_free(live, y, NULL, CA_API_PLAIN);
     assert_int_equal(stats(live).allocated_bytes, 0);
-    for (int i = 0; i < CA_TC_SLOTS - 1; i++)
+    for (int i = 0; i < CA_TC_ARENAS - 1; i++)
         fx_finish(other[i]);
     fx_finish(live);
 }

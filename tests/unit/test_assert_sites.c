@@ -1,7 +1,7 @@
 /* The cheap checks where the work is done (src/base/ca_assert.h) fire: each test breaks one
  * invariant on purpose behind the arena's back, in a child process, and the child must die of
  * SIGABRT having named the check it failed, its file and its condition. The sites: the free
- * index's insert and remove (src/arena/bins.c), the live map's put (src/arena/map.h), and the
+ * index's insert and remove (src/block/bins.c), the live map's put (src/block/map.h), and the
  * thread cache's keep and reissue (src/tcache/hit.h, with ca_tc_check_block in
  * src/tcache/tcache.c). The first tests show the same operations, unbroken, pass their checks.
  * Built only where the checks are compiled in. */
@@ -111,9 +111,9 @@ static void insert_still_linked(void)
 static void test_bins_insert(void **state)
 {
     (void)state;
-    expect_broken(insert_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(insert_twice, "arena/bins.c:", "b->head[cls] != blk");
-    expect_broken(insert_still_linked, "arena/bins.c:", "!blk->lprev && !blk->lnext");
+    expect_broken(insert_allocated, "block/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(insert_twice, "block/bins.c:", "b->head[cls] != blk");
+    expect_broken(insert_still_linked, "block/bins.c:", "!blk->lprev && !blk->lnext");
 }
 
 static void remove_resized(void)
@@ -159,11 +159,11 @@ static void remove_allocated(void)
 static void test_bins_remove(void **state)
 {
     (void)state;
-    expect_broken(remove_resized, "arena/bins.c:", "cls == ca_bin_of(blk->size)");
-    expect_broken(remove_allocated, "arena/bins.c:", "blk->state == BLOCK_FREE");
-    expect_broken(remove_from_other_index, "arena/bins.c:", "b->head[cls] == blk");
-    expect_broken(remove_broken_link, "arena/bins.c:", "blk->lnext->lprev == blk");
-    expect_broken(remove_uncounted, "arena/bins.c:", "b->bytes >= blk->size");
+    expect_broken(remove_resized, "block/bins.c:", "cls == ca_bin_of(blk->size)");
+    expect_broken(remove_allocated, "block/bins.c:", "blk->state == BLOCK_FREE");
+    expect_broken(remove_from_other_index, "block/bins.c:", "b->head[cls] == blk");
+    expect_broken(remove_broken_link, "block/bins.c:", "blk->lnext->lprev == blk");
+    expect_broken(remove_uncounted, "block/bins.c:", "b->bytes >= blk->size");
 }
 
 /* -------------------------------------------------------------------------- the live map */
@@ -174,7 +174,7 @@ static void test_map_intact(void **state)
 {
     (void)state;
     ca_map m = {0};
-    /* More than the first table holds, so the puts grow it and probe past taken slots. */
+    /* More than the first table holds, so the puts grow it and probe past taken buckets. */
     for (uintptr_t k = 1; k <= 200; k++)
         assert_int_equal(ca_map_put(&m, k << 9, &x), 0);
     assert_int_equal(m.count, 200);
@@ -207,9 +207,9 @@ static void put_no_block(void)
 static void test_map_put(void **state)
 {
     (void)state;
-    expect_broken(put_twice, "arena/map.h:", "m->keys[s] != key");
-    expect_broken(put_empty_key, "arena/map.h:", "key != 0 && val != NULL");
-    expect_broken(put_no_block, "arena/map.h:", "key != 0 && val != NULL");
+    expect_broken(put_twice, "block/map.h:", "m->keys[s] != key");
+    expect_broken(put_empty_key, "block/map.h:", "key != 0 && val != NULL");
+    expect_broken(put_no_block, "block/map.h:", "key != 0 && val != NULL");
 }
 
 /* ------------------------------------------------------------------------ the thread cache */
@@ -255,16 +255,16 @@ static void keep_kept_elsewhere(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    __atomic_store_n(&b->hot.kept, 1, __ATOMIC_RELAXED); /* as if another cache kept it */
+    __atomic_store_n(&b->head.kept, 1, __ATOMIC_RELAXED); /* as if another cache kept it */
     ca_free_hit(tc, p, NULL, CA_API_PLAIN, 0);
 }
 
-static void keep_wrong_slot(void)
+static void keep_wrong_entry(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    size_t slot = ca_tc_issued_slot((uintptr_t)p);
-    ca_tc_keep_entry(tc, &tc->table[slot], (slot + 1) % CA_TC_ISSUED);
+    size_t at = ca_tc_entry_index((uintptr_t)p);
+    ca_tc_keep_entry(tc, &tc->table[at], (at + 1) % CA_TC_ISSUED);
 }
 
 static void keep_freed_by_pools(void)
@@ -279,7 +279,7 @@ static void keep_other_device(void)
 {
     ca_block *b;
     char *p = issued(&b);
-    tc->table[ca_tc_issued_slot((uintptr_t)p)].dev = 1; /* but its device is 0's */
+    tc->table[ca_tc_entry_index((uintptr_t)p)].dev = 1; /* but its device is 0's */
     must_free(f, p, NULL, CA_API_PLAIN);
 }
 
@@ -294,8 +294,8 @@ static void keep_shrunk(void)
 static void test_tcache_keep(void **state)
 {
     (void)state;
-    expect_broken(keep_kept_elsewhere, "tcache/hit.h:", "ca_block_hot_of(e->b)->kept");
-    expect_broken(keep_wrong_slot, "tcache/hit.h:", "e == &tc->table[slot]");
+    expect_broken(keep_kept_elsewhere, "tcache/hit.h:", "ca_block_head_of(e->b)->kept");
+    expect_broken(keep_wrong_entry, "tcache/hit.h:", "e == &tc->table[at]");
     expect_broken(keep_freed_by_pools, "tcache/tcache.c:", "b->state == BLOCK_ALLOC");
     expect_broken(keep_other_device, "tcache/tcache.c:", "e->d->id == e->dev");
     expect_broken(keep_shrunk, "tcache/tcache.c:", "b->size >= e->requested");
@@ -305,7 +305,7 @@ static void reissue_given_back(void)
 {
     ca_block *b;
     kept(&b);
-    __atomic_store_n(&b->hot.kept, 0, __ATOMIC_RELAXED); /* as the pools unmark a block */
+    __atomic_store_n(&b->head.kept, 0, __ATOMIC_RELAXED); /* as the pools unmark a block */
     void *q;
     ca_malloc_hit(tc, 0, MiB, NULL, CA_API_PLAIN, &q);
 }
@@ -314,7 +314,7 @@ static void reissue_gen_moved(void)
 {
     ca_block *b;
     kept(&b);
-    __atomic_add_fetch(&b->hot.gen, 1, __ATOMIC_RELAXED); /* as a free by the pools moves it */
+    __atomic_add_fetch(&b->head.gen, 1, __ATOMIC_RELAXED); /* as a free by the pools moves it */
     must_alloc(f, MiB, NULL, CA_API_PLAIN); /* through ca_malloc: ca_tc_take */
 }
 

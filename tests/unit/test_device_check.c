@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "mappings") == 0) /* a mapping said to begin in unmapped memory */
         for (int i = 0; i < d->nsegs; i++)
             if (d->segs[i]->expandable && d->segs[i]->unmapped)
-                ca_range_mark(d->segs[i], d->vmm_page, d->segs[i]->unmapped->addr, true);
+                ca_range_mark(d->segs[i], d->vmm.page, d->segs[i]->unmapped->addr, true);
     ca_arena_check(a);
     puts("no broken invariant seen");
     ca_free(a, p, CA_STREAM_LEGACY, CA_API_PLAIN, NULL);

@@ -2,12 +2,13 @@
  *
  * A segment belongs to one pool at a time; its blocks are address-ordered and linked, so a
  * freed block merges with free neighbours in O(1). A segment whose blocks have all merged back
- * into one is "whole": only whole segments move between pools or go back to the driver. */
+ * into one free block is "empty" (no live block): only empty segments move between pools or go
+ * back to the driver. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/clock.h"
 #include "base/grow.h"
 #include "base/ca_assert.h"
@@ -36,7 +37,7 @@ ca_block *ca_block_new(ca_device *d)
         d->spare = b->lnext;
         void **stack = b->stack;
         /* Not gen: a thread cache may still compare it with the gen it saw. */
-        size_t from = offsetof(ca_block, hot.kept);
+        size_t from = offsetof(ca_block, head.kept);
         memset((char *)b + from, 0, sizeof *b - from);
         b->stack = stack;
         return b;
@@ -52,9 +53,9 @@ void ca_block_recycle(ca_device *d, ca_block *b)
 
 static void empty_add(ca_device *d, ca_segment *s)
 {
-    if (s->in_whole)
+    if (s->in_empty)
         return;
-    s->in_whole = true;
+    s->in_empty = true;
     s->eprev = NULL;
     s->enext = d->empty_segs;
     if (d->empty_segs)
@@ -64,7 +65,7 @@ static void empty_add(ca_device *d, ca_segment *s)
 
 static void empty_del(ca_device *d, ca_segment *s)
 {
-    if (!s->in_whole)
+    if (!s->in_empty)
         return;
     if (s->eprev)
         s->eprev->enext = s->enext;
@@ -72,7 +73,7 @@ static void empty_del(ca_device *d, ca_segment *s)
         d->empty_segs = s->enext;
     if (s->enext)
         s->enext->eprev = s->eprev;
-    s->in_whole = false;
+    s->in_empty = false;
     s->eprev = s->enext = NULL;
 }
 
@@ -159,7 +160,7 @@ void ca_note_peaks(ca_dev_stats *st)
 /* What a segment that must hold rounded bytes is asked beyond them where the device's bases
  * come unaligned: CA_ROUND, so that its first block holds them whatever the base; a large
  * block's alignment more, so that ca_block_take can start it there. Only in the split pool:
- * a binned or uncached block is its whole segment, and starts where the segment does. */
+ * a binned or uncached block is all of its segment, and starts where the segment does. */
 static size_t room_for(const ca_arena *a, size_t rounded)
 {
     size_t big = a->cfg.big_align;
@@ -191,7 +192,7 @@ static void place(const ca_arena *a, ca_segment *seg, uintptr_t ptr, size_t got,
 }
 
 ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, bool small,
-                         bool pinned, size_t rounded, ca_block **out, bool *driver_failed,
+                         bool prealloc, size_t rounded, ca_block **out, bool *driver_failed,
                          void **unfit)
 {
     ca_segment *seg = calloc(1, sizeof *seg);
@@ -232,7 +233,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
     seg->pool = pool;
     pool->nsegs++;
     seg->small = small;
-    seg->prealloc = pinned;
+    seg->prealloc = prealloc;
     seg->first = b;
     ca_seg_insert(d, seg);
     b->addr = seg->base;
@@ -253,7 +254,7 @@ ca_status ca_segment_new(ca_arena *a, ca_device *d, ca_pool *pool, size_t size, 
 
 void ca_segment_detach(ca_arena *a, ca_device *d, ca_segment *seg)
 {
-    /* Only whole segments (one free block) or a none-mode segment (one allocated block). */
+    /* Only empty segments (one free block) or a none-mode segment (one allocated block). */
     ca_block *b = seg->first;
     if (b->state == BLOCK_FREE) {
         ca_bins_remove(ca_pool_bins(seg->pool, seg->small), b);

@@ -1,4 +1,4 @@
-#include "arena/map.h"
+#include "block/map.h"
 
 #include <stdlib.h>
 
@@ -15,7 +15,7 @@ int ca_map_grow(ca_map *m)
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->keys[i])
             continue;
-        size_t s = ca_map_slot(m->keys[i], ncap);
+        size_t s = ca_map_bucket(m->keys[i], ncap);
         while (keys[s])
             s = (s + 1) & (ncap - 1);
         keys[s] = m->keys[i];
@@ -29,14 +29,14 @@ int ca_map_grow(ca_map *m)
     return 0;
 }
 
-void ca_map_remove_slot(ca_map *m, size_t s)
+void ca_map_remove_bucket(ca_map *m, size_t s)
 {
     size_t mask = m->cap - 1;
-    /* Backward shift: pull later entries of the probe run into the hole when their home slot
-     * does not lie cyclically between the hole and their current slot. */
+    /* Backward shift: pull later entries of the probe run into the hole when their home bucket
+     * does not lie cyclically between the hole and their current bucket. */
     size_t hole = s;
     for (size_t j = (hole + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-        size_t home = ca_map_slot(m->keys[j], m->cap);
+        size_t home = ca_map_bucket(m->keys[j], m->cap);
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             m->keys[hole] = m->keys[j];
             m->vals[hole] = m->vals[j];

@@ -1,8 +1,8 @@
 /* The device lock: a three-state futex lock (Drepper, "Futexes Are Tricky"). Uncontended it is
  * one compare-and-swap to take and one exchange to give back, a fraction of a pthread mutex's
  * path, which matters on the cache-hit path that takes it twice per malloc/free pair. */
-#ifndef CACHEALLOC_ARENA_LOCK_H
-#define CACHEALLOC_ARENA_LOCK_H
+#ifndef CACHEALLOC_BLOCK_LOCK_H
+#define CACHEALLOC_BLOCK_LOCK_H
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
  * query of such an event, any work on the legacy stream beside a blocking capture, a device
  * synchronization, and in global mode every allocation, free, query and synchronization from
  * any thread. So while one is under way the arena makes none: it serves blocks that are
- * certainly reusable (free in the pool, or a whole segment known safe), refuses the rest, and
+ * certainly reusable (free in the pool, or an empty segment known safe), refuses the rest, and
  * keeps what needs the device (a fence, the switch away from the single-stream mode, the
  * watch of a destroyed stream) for later, as PyTorch defers its events until no capture is
  * under way. Every backend call is made under a device lock or inside a counted unlocked
@@ -52,7 +52,7 @@ static void settle(ca_arena *a, ca_device *d)
 
 /* Not quiet: pays what is owed and returns false. Quiet: true where d cannot serve without the
  * device (not ready, or its single-stream mode ended unsynchronized). */
-bool ca_reuse_quiet_refuses(ca_arena *a, ca_device *d)
+bool ca_quiet_refuses(ca_arena *a, ca_device *d)
 {
     if (!ca_quiet(a)) {
         if (d->reuse.sync_owed)

@@ -2,9 +2,9 @@
  * cut into 8 classes. A request first looks at a bounded number of blocks of its own class for
  * the best fit (the exact size is usually at the head in a steady loop), then takes the head of
  * the next non-empty class, every block of which is large enough. */
-#include "arena/bins.h"
+#include "block/bins.h"
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/ca_assert.h"
 
 static inline uint32_t floor_log2(uint64_t x) { return 63u - (uint32_t)__builtin_clzll(x); }
@@ -13,7 +13,7 @@ void ca_bins_insert(ca_bins *b, ca_block *blk)
 {
     uint32_t cls = ca_bin_of(blk->size);
     /* Only free blocks are indexed, each once: one that is in no list (every list a block
-     * leaves unlinks it: bins, pending, fast, holes), so neither in this class's nor any other. */
+     * leaves unlinks it: bins, pending, exact, holes), so neither in this class's nor any other. */
     ca_assert(blk->state == BLOCK_FREE && blk->size > 0 && blk->size % CA_ROUND == 0);
     ca_assert(!blk->lprev && !blk->lnext && b->head[cls] != blk);
     blk->bin = cls;

@@ -1,4 +1,4 @@
-#include "arena/lock.h"
+#include "block/lock.h"
 
 #include <limits.h>
 #include <linux/futex.h>

@@ -1,58 +1,10 @@
-/* Unlocked windows: a thread drops its device's lock around a blocking device call, and the
- * one switch of a device from its single-stream mode to fences, which stops allocations
- * until its device synchronization returned. The bottom of the module: it calls nothing of
- * the rest. */
-#include "arena/internal.h"
+/* The one switch of a device from its single-stream mode to fences, which stops allocations
+ * until its device synchronization returned, and the synchronizations the contract makes, each
+ * in an unlocked window (block/window.c). The bottom of the module: it calls nothing of the
+ * rest. */
+#include "reuse/reuse.h"
 #include "base/clock.h"
 #include "base/ca_assert.h"
-
-void ca_window_begin(ca_device *d)
-{
-    d->reuse.windows++;
-    ca_lock_release(&d->lock);
-}
-
-void ca_reuse_wait_switch(ca_device *d)
-{
-    while (__atomic_load_n(&d->reuse.switching, __ATOMIC_ACQUIRE)) {
-        ca_lock_release(&d->lock);
-        ca_futex_wait(&d->reuse.switching, 1);
-        ca_lock_acquire(&d->lock);
-    }
-}
-
-/* The lock is held again: the window is closed, and a reset waiting for the last one may go. */
-static void window_closed(ca_device *d)
-{
-    ca_assert(d->reuse.windows > 0);
-    if (--d->reuse.windows == 0)
-        ca_futex_wake_all(&d->reuse.windows);
-}
-
-void ca_window_end(ca_device *d)
-{
-    ca_lock_acquire(&d->lock);
-    ca_reuse_wait_switch(d);
-    window_closed(d);
-}
-
-void ca_window_drain(ca_device *d, bool switches)
-{
-    for (uint32_t w; (w = d->reuse.windows) != 0 || (switches && d->reuse.switching);) {
-        ca_lock_release(&d->lock);
-        if (w)
-            ca_futex_wait(&d->reuse.windows, w);
-        else
-            ca_futex_wait(&d->reuse.switching, 1);
-        ca_lock_acquire(&d->lock);
-    }
-}
-
-void ca_window_forget(ca_device *d)
-{
-    d->reuse.switching = 0;
-    d->reuse.windows = 0;
-}
 
 int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone)
 {
@@ -73,13 +25,13 @@ int ca_reuse_sync(ca_arena *a, ca_device *d, bool alone)
     d->st.sync_wait_ns += waited;
     __atomic_store_n(&d->reuse.switching, 0, __ATOMIC_RELEASE);
     ca_futex_wake_all(&d->reuse.switching);
-    window_closed(d);
+    ca_window_closed(d);
     return rc;
 }
 
 void ca_reuse_switch(ca_arena *a, ca_device *d)
 {
-    ca_reuse_wait_switch(d);
+    ca_window_wait_switch(d);
     if (d->reuse.fenced)
         return;
     bool safe = a->cfg.reuse != CA_REUSE_STREAM; /* safe and sync */
@@ -97,7 +49,7 @@ void ca_reuse_other_stream(ca_arena *a, ca_device *d)
 {
     /* A block a thread keeps from a plain free may have been used on that stream: thread
      * caches give such blocks back to the fences from now on. */
-    __atomic_store_n(&d->hot.streams_seen, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->head.streams_seen, 1, __ATOMIC_RELEASE);
     if (!d->reuse.fenced)
         ca_reuse_switch(a, d);
 }

@@ -1,7 +1,7 @@
 /* The free-block index of one pool: segregated size classes with bitmaps, so that finding a
  * fitting block costs O(1) expected and never scans every free block. */
-#ifndef CACHEALLOC_ARENA_BINS_H
-#define CACHEALLOC_ARENA_BINS_H
+#ifndef CACHEALLOC_BLOCK_BINS_H
+#define CACHEALLOC_BLOCK_BINS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,7 +13,7 @@
  * and unmapping gives it back. The arena therefore holds no handles at all. */
 #include <stdlib.h>
 
-#include "arena/internal.h"
+#include "block/block.h"
 #include "base/clock.h"
 
 void ca_unmapped_link(ca_segment *s, ca_block *b)
@@ -47,18 +47,18 @@ static bool vmm_ops(const ca_backend *be)
  * eighth (PyTorch's choice), room to put pages unmapped early in a range back at its end. */
 static bool vmm_ready(ca_arena *a, ca_device *d)
 {
-    if (d->vmm_off || d->ranges_gone)
+    if (d->vmm.off || d->vmm.ranges_gone)
         return false;
-    if (d->vmm_page)
+    if (d->vmm.page)
         return true;
     size_t page = 0, fr = 0, total = 0;
     if (!vmm_ops(&a->be) || a->be.vmm_granularity(a->be.ctx, d->id, &page) != CA_OK ||
         page == 0 || a->be.mem_info(a->be.ctx, d->id, &fr, &total) != CA_OK || total == 0) {
-        d->vmm_off = true;
+        d->vmm.off = true;
         return false;
     }
-    d->vmm_page = page;
-    d->vmm_range = ca_align_up(total + total / 8, page);
+    d->vmm.page = page;
+    d->vmm.range = ca_align_up(total + total / 8, page);
     return true;
 }
 
@@ -98,23 +98,23 @@ static ca_segment *range_adopt(ca_device *d, ca_pool *p, bool small)
 
 static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
 {
-    size_t words = (d->vmm_range / d->vmm_page + 63) / 64;
+    size_t words = (d->vmm.range / d->vmm.page + 63) / 64;
     ca_segment *s = calloc(1, sizeof *s + 2 * words * sizeof s->starts[0]);
     ca_block *b = ca_block_new(d);
     void *base = NULL;
     bool room = s && b && ca_seg_reserve(d) == 0;
-    if (!room || a->be.vmm_reserve(a->be.ctx, d->id, d->vmm_range, &base) != CA_OK || !base) {
-        /* Addresses ran out (a reservation per pool): plain segments from now on. */
+    if (!room || a->be.vmm_reserve(a->be.ctx, d->id, d->vmm.range, &base) != CA_OK || !base) {
+        /* Addresses ran out (a reservation per pool): fixed segments from now on. */
         if (room)
-            d->vmm_off = true;
+            d->vmm.off = true;
         free(s);
         if (b)
             ca_block_recycle(d, b);
         return NULL;
     }
     s->base = (uintptr_t)base;
-    s->size = d->vmm_range;
-    s->page = d->vmm_page;
+    s->size = d->vmm.range;
+    s->page = d->vmm.page;
     s->solo = s->starts + words;
     s->pool = p;
     s->small = small;
@@ -126,7 +126,7 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
     ca_unmapped_link(s, b);
     ca_seg_insert(d, s);
     p->nsegs++;
-    d->nranges++;
+    d->vmm.nranges++;
     d->st.segments++;
     return p->range[small] = s;
 }
@@ -136,7 +136,7 @@ static ca_segment *range_new(ca_arena *a, ca_device *d, ca_pool *p, bool small)
  * (docs/arena.md, "Pieces"). */
 static size_t piece_of(const ca_arena *a, const ca_device *d)
 {
-    size_t page = d->vmm_page;
+    size_t page = d->vmm.page;
     return ca_align_up(a->cfg.expandable_piece ? a->cfg.expandable_piece : page, page);
 }
 
@@ -149,11 +149,12 @@ static size_t piece_of(const ca_arena *a, const ca_device *d)
  * what lets every free one go back. So while a handle is dear here (measured) and the device
  * keeps at least half of its memory free after the growth, requests from CA_SOLO_LEAST get a
  * mapping of their own, which goes back whole when its block is freed (docs/arena.md,
- * "Pieces"). A piece the program set (CACHEALLOC_EXPANDABLE_PIECE) is kept. fr, total: the device's memory as the driver answered (0 when unknown). */
+ * "Pieces"). A piece the program set (CACHEALLOC_EXPANDABLE_PIECE) is kept. fr, total: the
+ * device's memory as the driver answered (0 when unknown). */
 static size_t solo_from(const ca_arena *a, const ca_device *d, size_t rounded, size_t fr,
                         size_t total)
 {
-    if (a->cfg.expandable_piece || d->vmm_map_ns <= CHEAP_MAP_NS || !total || fr < rounded ||
+    if (a->cfg.expandable_piece || d->vmm.map_ns <= CHEAP_MAP_NS || !total || fr < rounded ||
         fr - rounded < total / 2)
         return CA_SOLO_MIN;
     if (d->limit && d->st.reserved_bytes + rounded > d->limit / 2)
@@ -165,7 +166,7 @@ static size_t solo_from(const ca_arena *a, const ca_device *d, size_t rounded, s
 static void note_map_price(ca_device *d, uint64_t ns, size_t handles)
 {
     uint64_t one = ns / (handles ? handles : 1);
-    d->vmm_map_ns = d->vmm_map_ns ? (3 * d->vmm_map_ns + one) / 4 : one;
+    d->vmm.map_ns = d->vmm.map_ns ? (3 * d->vmm.map_ns + one) / 4 : one;
 }
 
 /* Map [addr, addr+size), the start of a hole of range s, as pieces of `piece` bytes, one handle
@@ -198,8 +199,8 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
         rc = be->vmm_set_access(be->ctx, d->id, (void *)addr, size);
     /* The devices the program gave peer access to d reach this memory too, as they reach
      * cudaMalloc memory. */
-    for (int p = 0; rc == CA_OK && d->peers >> p; p++)
-        if (d->peers >> p & 1)
+    for (int p = 0; rc == CA_OK && d->vmm.peers >> p; p++)
+        if (d->vmm.peers >> p & 1)
             rc = be->vmm_peer_access ? be->vmm_peer_access(be->ctx, d->id, (void *)addr, size,
                                                            p, true)
                                      : CA_ERR_BACKEND;
@@ -210,7 +211,7 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
     }
     note_map_price(d, ca_now_ns() - t0, (size + piece - 1) / piece);
     for (size_t at = 0; at < size; at += piece)
-        ca_range_mark(s, d->vmm_page, addr + at, true);
+        ca_range_mark(s, d->vmm.page, addr + at, true);
     return CA_OK;
 }
 
@@ -258,7 +259,7 @@ static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_
         const ca_segment *s = d->segs[i];
         size_t m = 0;
         ca_block *h = s->expandable && s->pool == p && s->small == small
-                          ? pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, solo, &m)
+                          ? pick_hole(s, rounded, d->vmm.page, a->cfg.big_align, solo, &m)
                           : NULL;
         if (h && (!best || h->addr < best->addr)) {
             best = h;
@@ -269,9 +270,9 @@ static ca_block *pick_in_ranges(const ca_arena *a, const ca_device *d, const ca_
 }
 
 /* Rung 4 of the ladder for a pool with expandable ranges. When no range has a hole that fits (live
- * blocks spread over them), another range is opened, as PyTorch does: a plain segment instead
+ * blocks spread over them), another range is opened, as PyTorch does: a fixed segment instead
  * could never give its pages back. NULL with *full unset: no range here (no virtual memory
- * calls, or no addresses left), and the caller takes a plain segment. */
+ * calls, or no addresses left), and the caller takes a fixed segment. */
 ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, bool small,
                          bool *full, bool *driver_failed)
 {
@@ -289,10 +290,10 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     if (!h) {
         /* A request no empty range could hold (larger than the device) opens none: each
          * attempt would leave another reservation behind. */
-        if (rounded > d->vmm_range - a->cfg.big_align)
+        if (rounded > d->vmm.range - a->cfg.big_align)
             return NULL;
         ca_segment *s = range_new(a, d, p, small);
-        if (!s || !(h = pick_hole(s, rounded, d->vmm_page, a->cfg.big_align, solo, &map)))
+        if (!s || !(h = pick_hole(s, rounded, d->vmm.page, a->cfg.big_align, solo, &map)))
             return NULL;
     }
     ca_segment *s = h->seg;
@@ -316,7 +317,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
         if (rc == CA_ERR_OOM)
             *full = true;
         else
-            d->vmm_off = true; /* the calls exist but do not work here */
+            d->vmm.off = true; /* the calls exist but do not work here */
         return NULL;
     }
     ca_unmapped_unlink(s, h);
