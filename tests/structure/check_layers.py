@@ -3,9 +3,10 @@
 
     check_layers.py SOURCE_ROOT [OBJECT_DIR ...]
 
-1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/ (their common base)
-   and src/, never each other; shim/ uses src/, and a door's file only where EXCEPT says why
-   (today nowhere);
+1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/'s root (their common
+   base) and src/, never each other; the CUDA door also uses shim/ipc/ (the interprocess
+   exchange), which uses the base and src/ only; the base uses src/, and a door's file only
+   where EXCEPT says why (today nowhere);
    tools/top/ uses only src/'s stats ABI, tools/launch/ only its option parser (the launcher
    checks values exactly as the library reads them); src/ and tests/simdevice/ stand alone.
 2. No header includes itself through others.
@@ -37,7 +38,8 @@ import sys
 LAYERS = {  # layer -> the layers (or single files of them) it may include
     "src": {"src"},
     "shim": {"shim", "src"},
-    "shim/cuda": {"shim/cuda", "shim", "src"},
+    "shim/ipc": {"shim/ipc", "shim", "src"},
+    "shim/cuda": {"shim/cuda", "shim/ipc", "shim", "src"},
     "shim/hip": {"shim/hip", "shim", "src"},
     "tools/top": {"tools/top", "src/stats/abi.h"},
     "tools/launch": {"tools/launch", "src/options/options.h"},
@@ -82,7 +84,7 @@ FOLDERS = {  # folder of src/ -> the folders (or single files) of src/ its files
     "src/reuse": {"src/reuse", "src/base", "src/arena"},
     "src/arena": {"src/arena", "src/base", "src/reuse", "src/tcache", "src/host", "src/stats"},
 }
-INCLUDE_DIRS = ["src"]  # what the builds add to the include path: names relative to these
+INCLUDE_DIRS = ["src", "shim"]  # what the builds add to the include path: names relative to these
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
