@@ -11,18 +11,18 @@
 #include "lane.h"
 #include "streams.h"
 
-_Thread_local __attribute__((tls_model("initial-exec"))) int ca_passthrough_depth;
+_Thread_local __attribute__((tls_model("initial-exec"))) int ca_real_call_depth;
 
 /* Every real call of the backend runs with the depth raised (see backend.h) and the thread's
  * lanes held, so that a door the runtime reaches from there passes through without the lane
  * checking the depth itself. */
 #define REAL(call)                      \
     __extension__({                     \
-        uint64_t held_[CA_RT_SLOTS];    \
+        uint64_t held_[CA_RT_COUNT];    \
         ca_lane_hold(held_);            \
-        ca_passthrough_depth++;             \
+        ca_real_call_depth++;           \
         ca_rt_err real_ = (call);       \
-        ca_passthrough_depth--;             \
+        ca_real_call_depth--;           \
         ca_lane_resume(held_);          \
         real_;                          \
     })

@@ -8,7 +8,7 @@
 /* Nonzero while the calling thread is inside a real driver or runtime call the cache made: a
  * runtime that calls its own exported functions from there must reach the real ones, never the
  * cache again (which could deadlock on the lock it holds, or recurse). */
-extern _Thread_local __attribute__((tls_model("initial-exec"))) int ca_passthrough_depth;
+extern _Thread_local __attribute__((tls_model("initial-exec"))) int ca_real_call_depth;
 
 /* Fill be with the one backend implementation, working on rt (whose fn must be resolved). */
 void ca_backend_make(ca_runtime *rt, ca_backend *be);

@@ -7,7 +7,7 @@
  *   cachealloc_reclaim(-1);               give every cached block back to the driver
  *   cachealloc_get_stats(0, &s);          this process's counters for device 0
  *   cachealloc_nocache_begin(); ...; cachealloc_nocache_end();
- *                                         this thread's allocations bypass the cache
+ *                                         this thread's allocations are not cached (nocache)
  *   cachealloc_region_begin("decoder"); ...; cachealloc_region_end();
  *                                         this thread's allocations use the cache again, even
  *                                         inside a no-caching region
@@ -75,7 +75,7 @@ static inline int cachealloc_get_stats(int dev, cachealloc_stats *out)
     return f ? f(dev, out, sizeof *out) : 0;
 }
 
-/* Begin a region where this thread's allocations bypass the cache. */
+/* Begin a no-caching (nocache) region: this thread's allocations are the runtime's own. */
 static inline void cachealloc_nocache_begin(void)
 {
     typedef void (*fn_t)(void);

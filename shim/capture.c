@@ -17,7 +17,7 @@
 /* One capture under way: the stream that began it (with the thread, for a per-thread stream
  * handle, which names another stream on every thread). */
 struct capture {
-    int slot;
+    int index;
     void *stream;
     bool per_thread;
     pthread_t thread;
@@ -26,10 +26,10 @@ struct capture {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct capture *reg;
 static size_t nreg, capreg;
-static atomic_int underway[CA_RT_SLOTS];
+static atomic_int underway[CA_RT_COUNT];
 
 /* Each thread's interaction mode, as the program set it; global until then. */
-static _Thread_local unsigned thread_mode[CA_RT_SLOTS];
+static _Thread_local unsigned thread_mode[CA_RT_COUNT];
 
 /* A reclaim kept for after the captures: its device (-1: all), whether the monitor waits for
  * its answer, and that answer once given. */
@@ -39,8 +39,8 @@ struct kept {
     uint64_t bytes;
 };
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kept kept[CA_RT_SLOTS];
-static atomic_int kept_any[CA_RT_SLOTS];
+static struct kept kept[CA_RT_COUNT];
+static atomic_int kept_any[CA_RT_COUNT];
 
 static const char *mode_name(unsigned mode)
 {
@@ -49,17 +49,17 @@ static const char *mode_name(unsigned mode)
 
 int ca_capture_underway(const ca_runtime *rt)
 {
-    return atomic_load_explicit(&underway[rt->slot], memory_order_relaxed) != 0;
+    return atomic_load_explicit(&underway[rt->index], memory_order_relaxed) != 0;
 }
 
 int ca_capture_idle(const ca_runtime *rt)
 {
-    return !ca_capture_underway(rt) && !atomic_load_explicit(&kept_any[rt->slot], memory_order_relaxed);
+    return !ca_capture_underway(rt) && !atomic_load_explicit(&kept_any[rt->index], memory_order_relaxed);
 }
 
 void ca_capture_will_begin(ca_runtime *rt)
 {
-    atomic_fetch_add(&underway[rt->slot], 1);
+    atomic_fetch_add(&underway[rt->index], 1);
     ca_lane_invalidate(); /* lanes were armed with no capture under way */
     ca_quiet_begin(rt->arena);
 }
@@ -75,7 +75,7 @@ static struct capture *find(const ca_runtime *rt, void *stream, int ptsz)
     int pt = per_thread_handle(rt, stream, ptsz);
     for (size_t i = 0; i < nreg; i++) {
         struct capture *c = &reg[i];
-        if (c->slot == rt->slot && (pt ? c->per_thread && pthread_equal(c->thread, pthread_self())
+        if (c->index == rt->index && (pt ? c->per_thread && pthread_equal(c->thread, pthread_self())
                                        : c->stream == stream))
             return c;
     }
@@ -87,7 +87,7 @@ static struct capture *find(const ca_runtime *rt, void *stream, int ptsz)
 static void over(ca_runtime *rt, struct capture *c)
 {
     *c = reg[--nreg];
-    atomic_fetch_sub(&underway[rt->slot], 1);
+    atomic_fetch_sub(&underway[rt->index], 1);
     ca_quiet_end(rt->arena);
     if (ca_shim_options()->verbose && !ca_capture_underway(rt))
         fprintf(stderr, "cachealloc: %s: no stream capture under way: the cache calls the "
@@ -107,16 +107,16 @@ void ca_capture_began(ca_runtime *rt, void *stream, int ptsz, unsigned mode, ca_
     }
     /* Without room to remember it, the cache stays quiet for good: safe, if slower. */
     if (e == rt->codes.success && nreg < capreg)
-        reg[nreg++] = (struct capture){rt->slot, stream, per_thread_handle(rt, stream, ptsz),
+        reg[nreg++] = (struct capture){rt->index, stream, per_thread_handle(rt, stream, ptsz),
                                        pthread_self()};
     pthread_mutex_unlock(&reg_lock);
     if (e != rt->codes.success) {
-        atomic_fetch_sub(&underway[rt->slot], 1);
+        atomic_fetch_sub(&underway[rt->index], 1);
         ca_quiet_end(rt->arena);
     } else if (ca_shim_options()->verbose) {
         fprintf(stderr, "cachealloc: %s: a stream capture begins (mode %s, this thread's mode "
                         "%s): the cache makes no device call until it ends\n", rt->api,
-                mode_name(mode), mode_name(thread_mode[rt->slot]));
+                mode_name(mode), mode_name(thread_mode[rt->index]));
     }
 }
 
@@ -149,7 +149,7 @@ void ca_capture_stream_destroyed(ca_runtime *rt, void *stream)
         return;
     pthread_mutex_lock(&reg_lock);
     for (size_t i = 0; i < nreg;)
-        if (reg[i].slot == rt->slot && !reg[i].per_thread && reg[i].stream == stream)
+        if (reg[i].index == rt->index && !reg[i].per_thread && reg[i].stream == stream)
             over(rt, &reg[i]);
         else
             i++;
@@ -158,7 +158,7 @@ void ca_capture_stream_destroyed(ca_runtime *rt, void *stream)
 
 void ca_capture_thread_mode(ca_runtime *rt, unsigned mode)
 {
-    thread_mode[rt->slot] = mode;
+    thread_mode[rt->index] = mode;
 }
 
 int ca_capture_stream_captures(ca_runtime *rt, void *stream, int ptsz)
@@ -180,7 +180,7 @@ int ca_capture_stream_captures(ca_runtime *rt, void *stream, int ptsz)
 static uint64_t run(ca_runtime *rt, struct kept *x, int dev, bool tell_monitor)
 {
     x->pending = x->monitor = false;
-    atomic_store(&kept_any[rt->slot], 0);
+    atomic_store(&kept_any[rt->index], 0);
     pthread_mutex_unlock(&kept_lock);
     uint64_t bytes = ca_reclaim(rt->arena, dev);
     if (tell_monitor) {
@@ -194,7 +194,7 @@ static uint64_t run(ca_runtime *rt, struct kept *x, int dev, bool tell_monitor)
 
 uint64_t ca_capture_reclaim(ca_runtime *rt, int dev, int monitor)
 {
-    struct kept *x = &kept[rt->slot];
+    struct kept *x = &kept[rt->index];
     pthread_mutex_lock(&kept_lock);
     if (monitor && x->answered) {
         x->answered = false;
@@ -209,7 +209,7 @@ uint64_t ca_capture_reclaim(ca_runtime *rt, int dev, int monitor)
     x->dev = dev;
     x->pending = true;
     x->monitor = x->monitor || monitor;
-    atomic_store(&kept_any[rt->slot], 1);
+    atomic_store(&kept_any[rt->index], 1);
     ca_lane_invalidate(); /* the next allocation must settle it */
     pthread_mutex_unlock(&kept_lock);
     return monitor ? CA_STATS_RECLAIM_LATER : 0;
@@ -217,10 +217,10 @@ uint64_t ca_capture_reclaim(ca_runtime *rt, int dev, int monitor)
 
 void ca_capture_settle(ca_runtime *rt)
 {
-    if (!atomic_load_explicit(&kept_any[rt->slot], memory_order_relaxed) ||
+    if (!atomic_load_explicit(&kept_any[rt->index], memory_order_relaxed) ||
         ca_capture_underway(rt))
         return;
-    struct kept *x = &kept[rt->slot];
+    struct kept *x = &kept[rt->index];
     pthread_mutex_lock(&kept_lock);
     if (x->pending && !ca_capture_underway(rt))
         run(rt, x, x->dev, x->monitor);
@@ -234,8 +234,8 @@ void ca_capture_after_fork(void)
     reg_lock = fresh;
     kept_lock = fresh;
     nreg = 0;
-    for (int s = 0; s < CA_RT_SLOTS; s++) {
-        ca_runtime *rt = ca_runtime_by_slot(s);
+    for (int s = 0; s < CA_RT_COUNT; s++) {
+        ca_runtime *rt = ca_runtime_by_index(s);
         for (int n = atomic_exchange(&underway[s], 0); n > 0 && rt != NULL; n--)
             ca_quiet_end(rt->arena);
         kept[s] = (struct kept){0};

@@ -101,7 +101,7 @@ static ca_rt_err serve_alloc(ca_runtime *rt, int kind, int dev, size_t size, ca_
  * real call, an allocation of its own that exports correctly. Blocks freed since came back to
  * the cache, which no plain allocation takes from any more: when the device is full, what it
  * holds unused goes back and the call is made again. */
-static CA_COLD ca_rt_err passthrough_malloc(ca_runtime *rt, void **ptr, size_t size)
+static CA_COLD ca_rt_err dedicated_malloc(ca_runtime *rt, void **ptr, size_t size)
 {
     ca_rt_err e = rt->fn.malloc(ptr, size);
     if (e == rt->codes.out_of_memory && ca_front_make_room(rt))
@@ -122,7 +122,7 @@ static ca_lane *lane_arm(ca_runtime *rt, uint64_t gen, int dev)
     void *token = rt->fn.current != NULL ? ca_lane_token(rt) : NULL;
     if (token == NULL || !ca_capture_idle(rt))
         return NULL;
-    ca_lane *l = &ca_lanes[rt->slot];
+    ca_lane *l = &ca_lanes[rt->index];
     if (l->gen != gen || l->token != token || l->dev != dev)
         *l = (ca_lane){.gen = gen, .token = token, .dev = dev,
                        .tc = ca_tc_thread_cache(rt->arena)};
@@ -139,11 +139,11 @@ ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
     uint64_t gen = ca_lane_start();
     if (!ca_cache_ready(rt))
         return CA_PASSTHROUGH(rt, malloc, (ptr, size));
-    if (ptr == NULL || size == 0 || ca_public_passthrough())
+    if (ptr == NULL || size == 0 || ca_public_nocache())
         return rt->fn.malloc(ptr, size);
     ca_capture_settle(rt);
-    if (atomic_load_explicit(&rt->passthrough_plain, memory_order_relaxed))
-        return passthrough_malloc(rt, ptr, size);
+    if (atomic_load_explicit(&rt->plain_dedicated, memory_order_relaxed))
+        return dedicated_malloc(rt, ptr, size);
     int dev = -1;
     ca_rt_err e = rt->fn.get_device(&dev);
     if (e != rt->codes.success)
@@ -160,8 +160,8 @@ ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size)
     return serve_alloc(rt, REAL_PLAIN, dev, size, CA_STREAM_LEGACY, ptr, NULL, false);
 }
 
-/* The answer to a plain free the arena gave st for (dev: the block's device), by a thread whose
- * plain calls are counted on device counted (-1: none known). */
+/* What a plain free returns to the program, given the arena's answer st. dev: the block's
+ * device; counted: the device the freeing thread's plain calls are counted on (-1: none). */
 static ca_rt_err plain_freed(ca_runtime *rt, ca_status st, int dev, void *ptr, int counted)
 {
     switch (st) {
@@ -223,7 +223,7 @@ ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size, vo
     ca_rt_err (*real)(void **, size_t, void *) = ptsz ? rt->fn.malloc_async_ptsz : rt->fn.malloc_async;
     if (real == NULL)
         return rt->codes.not_initialized;
-    if (ptr == NULL || size == 0 || ca_public_passthrough())
+    if (ptr == NULL || size == 0 || ca_public_nocache())
         return real(ptr, size, stream);
     /* What a capturing stream allocates belongs to its graph: an allocation node, whose
      * memory every replay writes and the cache must never hand out. */

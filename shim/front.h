@@ -19,8 +19,8 @@ CA_COLD ca_rt_err ca_front_malloc_full(ca_runtime *rt, void **ptr, size_t size);
 CA_COLD ca_rt_err ca_front_malloc_lane(ca_runtime *rt, int dev, void **ptr, size_t size);
 /* cudaFree / hipFree with every check. */
 CA_COLD ca_rt_err ca_front_free_full(ca_runtime *rt, void *ptr);
-/* cudaFree / hipFree past the checks, by a thread whose plain calls are counted on device
- * counted (-1: none known). Out of line: inlined into a door, it would cost the hit a frame. */
+/* cudaFree / hipFree past the checks; counted: the device the calling thread's plain calls
+ * are counted on (-1: none). Out of line: inlined into a door, it would cost the hit a frame. */
 CA_NOINLINE ca_rt_err ca_front_free_lane(ca_runtime *rt, void *ptr, int counted);
 /* cudaMallocAsync / hipMallocAsync with every check, arming the lane for the stream. */
 CA_COLD ca_rt_err ca_front_malloc_async_full(ca_runtime *rt, void **ptr, size_t size,

@@ -28,21 +28,21 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static ca_config config;
 static ca_trace *trace;
 
-static ca_runtime *_Atomic opened[CA_RT_SLOTS];  /* runtimes the program ever called */
-static atomic_int absent_said[CA_RT_SLOTS];
+static ca_runtime *_Atomic opened[CA_RT_COUNT];  /* runtimes the program ever called */
+static atomic_int absent_said[CA_RT_COUNT];
 
 static void after_fork_child(void)
 {
     /* Another thread may have held a lock at fork; it does not exist in the child. */
-    for (int i = 0; i < CA_RT_SLOTS; i++) {
+    for (int i = 0; i < CA_RT_COUNT; i++) {
         ca_runtime *rt = atomic_load(&opened[i]);
         if (rt != NULL) {
             pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
             rt->init_lock = fresh;
         }
     }
-    for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = ca_runtime_by_slot(i);
+    for (int i = 0; i < CA_RT_COUNT; i++) {
+        ca_runtime *rt = ca_runtime_by_index(i);
         if (rt != NULL)
             ca_arena_forget(rt->arena);
         /* The parent's pinned blocks are plain copies here, and its pool's lock may be held:
@@ -62,8 +62,8 @@ static void after_fork_child(void)
  * summary of every arena, the rest of the timeline. */
 static void at_exit_reports(void)
 {
-    for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = ca_runtime_by_slot(i);
+    for (int i = 0; i < CA_RT_COUNT; i++) {
+        ca_runtime *rt = ca_runtime_by_index(i);
         if (rt != NULL && ca_shim_options()->leak_check != CA_LEAK_OFF) {
             ca_leak_report(rt->arena, rt->api, stderr);
             ca_host_pool *hp = atomic_load(&rt->host_pool);
@@ -190,7 +190,7 @@ static void open_runtime(ca_runtime *rt)
     default:
         /* Nothing to pass a call to: it fails, and is tried again at the next call (the
          * runtime may be loaded later). */
-        if (ca_shim_options()->verbose && !atomic_exchange(&absent_said[rt->slot], 1))
+        if (ca_shim_options()->verbose && !atomic_exchange(&absent_said[rt->index], 1))
             fprintf(stderr, "cachealloc: no loaded library defines %s: %s calls fail with "
                             "error %u until the %s runtime is loaded\n", rt->syms[0].name,
                     rt->api, rt->codes.not_initialized, rt->api);
@@ -202,7 +202,7 @@ static CA_COLD bool cache_ready_slow(ca_runtime *rt)
 {
     if (atomic_load_explicit(&rt->passthrough, memory_order_acquire))
         return false;
-    atomic_store(&opened[rt->slot], rt);
+    atomic_store(&opened[rt->index], rt);
     pthread_once(&setup_once, setup);
     pthread_mutex_lock(&rt->init_lock);
     if (!atomic_load(&rt->ready) && !atomic_load(&rt->passthrough))
@@ -214,7 +214,7 @@ static CA_COLD bool cache_ready_slow(ca_runtime *rt)
 
 bool ca_cache_ready(ca_runtime *rt)
 {
-    if (ca_passthrough_depth)
+    if (ca_real_call_depth)
         return false;
     if (atomic_load_explicit(&rt->ready, memory_order_acquire))
         return true;

@@ -2,7 +2,7 @@
 #include "lane.h"
 
 atomic_uint_fast64_t ca_lane_gen = 1;
-_Thread_local ca_lane ca_lanes[CA_RT_SLOTS];
+_Thread_local ca_lane ca_lanes[CA_RT_COUNT];
 
 void ca_lane_invalidate(void)
 {
@@ -11,6 +11,6 @@ void ca_lane_invalidate(void)
 
 void ca_lane_disarm(void)
 {
-    for (int s = 0; s < CA_RT_SLOTS; s++)
+    for (int s = 0; s < CA_RT_COUNT; s++)
         ca_lanes[s].gen = 0;
 }

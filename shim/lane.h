@@ -42,7 +42,7 @@ typedef struct __attribute__((aligned(64))) ca_lane {
 #define CA_LANE_FREE 2
 
 extern atomic_uint_fast64_t ca_lane_gen;
-extern _Thread_local ca_lane ca_lanes[CA_RT_SLOTS];
+extern _Thread_local ca_lane ca_lanes[CA_RT_COUNT];
 
 /* Something a lane relies on changed (on any thread): every thread's lane goes stale. Called
  * after the change is made. */
@@ -54,9 +54,9 @@ void ca_lane_disarm(void);
 /* The calling thread's lanes stop while it is inside one of the cache's own runtime calls
  * (backend.c): their generations move to held. No lane is armed meanwhile (a full check
  * passes through at that depth). */
-static inline void ca_lane_hold(uint64_t held[CA_RT_SLOTS])
+static inline void ca_lane_hold(uint64_t held[CA_RT_COUNT])
 {
-    for (int s = 0; s < CA_RT_SLOTS; s++) {
+    for (int s = 0; s < CA_RT_COUNT; s++) {
         held[s] = ca_lanes[s].gen;
         ca_lanes[s].gen = 0;
     }
@@ -64,9 +64,9 @@ static inline void ca_lane_hold(uint64_t held[CA_RT_SLOTS])
 
 /* ... and go on after it, unless the generation moved meanwhile. (Nothing disarms a lane of
  * the calling thread from inside one of the cache's own calls, which this would undo.) */
-static inline void ca_lane_resume(const uint64_t held[CA_RT_SLOTS])
+static inline void ca_lane_resume(const uint64_t held[CA_RT_COUNT])
 {
-    for (int s = 0; s < CA_RT_SLOTS; s++)
+    for (int s = 0; s < CA_RT_COUNT; s++)
         ca_lanes[s].gen = held[s];
 }
 
@@ -79,7 +79,7 @@ static inline uint64_t ca_lane_start(void)
 /* The calling thread's lane of rt when it is armed and current, else NULL. */
 static inline ca_lane *ca_lane_of(const ca_runtime *rt)
 {
-    ca_lane *l = &ca_lanes[rt->slot];
+    ca_lane *l = &ca_lanes[rt->index];
     return l->gen == atomic_load_explicit(&ca_lane_gen, memory_order_acquire) ? l : NULL;
 }
 

@@ -29,18 +29,18 @@ const ca_options *ca_shim_options(void)
     return &opts;
 }
 
-static ca_runtime *_Atomic slots[CA_RT_SLOTS];
+static ca_runtime *_Atomic runtimes[CA_RT_COUNT];
 
 void ca_registry_add(ca_runtime *rt)
 {
-    atomic_store(&slots[rt->slot], rt);
+    atomic_store(&runtimes[rt->index], rt);
 }
 
-ca_runtime *ca_runtime_by_slot(int slot)
+ca_runtime *ca_runtime_by_index(int index)
 {
-    if (slot < 0 || slot >= CA_RT_SLOTS)
+    if (index < 0 || index >= CA_RT_COUNT)
         return NULL;
-    return atomic_load(&slots[slot]);
+    return atomic_load(&runtimes[index]);
 }
 
 int ca_rt_expandable(const ca_runtime *rt)

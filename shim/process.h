@@ -3,7 +3,7 @@
  * The options the program's environment sets (CACHEALLOC_*), parsed once per process at the
  * first question: a wrong value gets one line on stderr and its default.
  *
- * The runtimes whose arena is ready, by slot (CA_RT_CUDA, CA_RT_HIP): what code that is not a
+ * The runtimes whose arena is ready, by index (CA_RT_CUDA, CA_RT_HIP): what code that is not a
  * door (thread exits, the public API, capture, IPC) reaches them by. */
 #ifndef CACHEALLOC_SHIM_PROCESS_H
 #define CACHEALLOC_SHIM_PROCESS_H
@@ -20,10 +20,10 @@ int ca_rt_expandable(const ca_runtime *rt);
 /* rt's reuse contract: the option, or the door's default for auto. */
 ca_reuse_kind ca_rt_reuse(const ca_runtime *rt);
 
-/* rt's arena is ready: ca_runtime_by_slot answers rt for its slot from now on. */
+/* rt's arena is ready: ca_runtime_by_index answers rt for its index from now on. */
 void ca_registry_add(ca_runtime *rt);
 
-/* The runtime in slot once its arena is ready, else NULL. */
-ca_runtime *ca_runtime_by_slot(int slot);
+/* The runtime of that index once its arena is ready, else NULL. */
+ca_runtime *ca_runtime_by_index(int index);
 
 #endif

@@ -17,7 +17,7 @@ static _Thread_local struct {
     uint64_t nocache;
 } regions;
 
-int ca_public_passthrough(void)
+int ca_public_nocache(void)
 {
     unsigned d = regions.depth;
     return d > 0 && d <= MAX_TRACKED && (regions.nocache >> (d - 1)) & 1u;
@@ -43,8 +43,8 @@ static void push(int nocache, const char *name)
 CA_EXPORT uint64_t cachealloc_reclaim_v1(int dev)
 {
     uint64_t n = 0;
-    for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = ca_runtime_by_slot(i);
+    for (int i = 0; i < CA_RT_COUNT; i++) {
+        ca_runtime *rt = ca_runtime_by_index(i);
         if (rt != NULL)
             n += ca_capture_reclaim(rt, dev, 0);
     }
@@ -59,8 +59,8 @@ CA_EXPORT int cachealloc_get_stats_v1(int dev, cachealloc_stats *out, size_t siz
     cachealloc_stats s;
     memset(&s, 0, sizeof s);
     int found = 0;
-    for (int i = 0; i < CA_RT_SLOTS; i++) {
-        ca_runtime *rt = ca_runtime_by_slot(i);
+    for (int i = 0; i < CA_RT_COUNT; i++) {
+        ca_runtime *rt = ca_runtime_by_index(i);
         ca_dev_stats d;
         if (rt == NULL || !ca_get_stats(rt->arena, dev, &d))
             continue;
@@ -92,7 +92,8 @@ CA_EXPORT int cachealloc_get_stats_v1(int dev, cachealloc_stats *out, size_t siz
     return found;
 }
 
-/* Public: begin a region where the calling thread's allocations bypass the cache. */
+/* Public: begin a no-caching (nocache) region: the calling thread's allocations are the
+ * runtime's own. */
 CA_EXPORT void cachealloc_nocache_begin_v1(void)
 {
     push(1, NULL);

@@ -4,6 +4,6 @@
 
 /* 1 when the calling thread is inside a no-caching region: its allocations go straight to
  * the real runtime. */
-int ca_public_passthrough(void);
+int ca_public_nocache(void);
 
 #endif

@@ -76,7 +76,7 @@ typedef struct ca_rt_fns {
     ca_rt_err (*mem_unmap)(void *ptr, size_t size);
     ca_rt_err (*mem_set_access)(void *ptr, size_t size, const void *desc, size_t count);
     ca_rt_err (*mem_get_granularity)(size_t *granularity, const void *prop, int option);
-    /* Optional: mapped memory shared with another process (ipc_mapped.c) by a POSIX file
+    /* Optional: mapped memory shared with another process (ipc/mapped.c) by a POSIX file
      * descriptor, handle type 1 in both runtimes. */
     ca_rt_err (*mem_retain_handle)(void **handle, void *addr);
     ca_rt_err (*mem_export_handle)(void *shareable, void *handle, int type,
@@ -161,10 +161,10 @@ typedef struct ca_runtime {
     unsigned stream_nonblocking; /* the flag bit of a non-blocking stream                  */
     unsigned event_flags;        /* flags of the shim's own events (timing disabled)        */
     void (*vmm_desc)(int ordinal, ca_rt_vmm_desc *out); /* fills the VMM property        */
-    int slot;                    /* 0 for CUDA, 1 for HIP: index into per-runtime state    */
+    int index;                   /* 0 for CUDA, 1 for HIP: per-runtime arrays by it    */
     int pci_attrs[3];            /* attribute codes of the PCI bus, device and domain       */
     /* Expandable segments when CACHEALLOC_EXPANDABLE is auto: on where the door exports their
-     * blocks to other processes (ipc_mapped.c), since a default must not break IPC. */
+     * blocks to other processes (ipc/mapped.c), since a default must not break IPC. */
     int expandable_default;
     /* The reuse contract when CACHEALLOC_REUSE is auto: sync where the runtime's documentation
      * promises its free's synchronization (HIP), safe where only practice does (CUDA). */
@@ -199,10 +199,10 @@ typedef struct ca_runtime {
     /* 1 once the process exported one of the cache's blocks through this runtime (the CUDA
      * door, cuda/ipc.c): its plain allocations are then the real driver's own, each an
      * allocation that exports correctly. */
-    atomic_int passthrough_plain;
+    atomic_int plain_dedicated;
 } ca_runtime;
 
-#define CA_RT_SLOTS 2
-enum { CA_RT_CUDA = 0, CA_RT_HIP = 1 }; /* the slots */
+#define CA_RT_COUNT 2
+enum { CA_RT_CUDA = 0, CA_RT_HIP = 1 }; /* the indexes */
 
 #endif

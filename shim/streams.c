@@ -35,7 +35,7 @@ static void known_changed(void)
     ca_lane_invalidate(); /* lanes remember a stream's key and device */
 }
 
-static size_t slot_of(const void *h, size_t cap)
+static size_t entry_of(const void *h, size_t cap)
 {
     uint64_t x = (uint64_t)(uintptr_t)h;
     x ^= x >> 33;
@@ -49,7 +49,7 @@ static size_t known_find(const void *h)
 {
     if (known_cap == 0)
         return (size_t)-1;
-    for (size_t i = slot_of(h, known_cap);; i = (i + 1) & (known_cap - 1)) {
+    for (size_t i = entry_of(h, known_cap);; i = (i + 1) & (known_cap - 1)) {
         if (known_tab[i].handle == h)
             return i;
         if (known_tab[i].handle == NULL)
@@ -75,7 +75,7 @@ static void known_put(void *h, int dev)
         for (size_t j = 0; j < known_cap; j++) {
             if (known_tab[j].handle == NULL)
                 continue;
-            size_t k = slot_of(known_tab[j].handle, ncap);
+            size_t k = entry_of(known_tab[j].handle, ncap);
             while (n[k].handle != NULL)
                 k = (k + 1) & (ncap - 1);
             n[k] = known_tab[j];
@@ -84,7 +84,7 @@ static void known_put(void *h, int dev)
         known_tab = n;
         known_cap = ncap;
     }
-    i = slot_of(h, known_cap);
+    i = entry_of(h, known_cap);
     while (known_tab[i].handle != NULL)
         i = (i + 1) & (known_cap - 1);
     known_tab[i].handle = h;
@@ -101,7 +101,7 @@ static void known_del_at(size_t i)
     known_count--;
     /* Backward shift: pull later members of the probe run into the hole. */
     for (size_t j = (i + 1) & mask; known_tab[j].handle != NULL; j = (j + 1) & mask) {
-        size_t home = slot_of(known_tab[j].handle, known_cap);
+        size_t home = entry_of(known_tab[j].handle, known_cap);
         if (((j - home) & mask) >= ((j - i) & mask)) {
             known_tab[i] = known_tab[j];
             known_tab[j].handle = NULL;
@@ -119,8 +119,8 @@ static atomic_uint dev_epoch[CA_MAX_DEVICES];
 struct per_thread {
     uint64_t id;                      /* 0: no key yet */
     uint64_t plain_id;                /* 0: no plain call yet (ca_stream_plain_thread) */
-    uint64_t seen[CA_RT_SLOTS];       /* devices where the arena was told about this key */
-    uint64_t plain[CA_RT_SLOTS];      /* devices where this thread's plain calls were counted */
+    uint64_t seen[CA_RT_COUNT];       /* devices where the arena was told about this key */
+    uint64_t plain[CA_RT_COUNT];      /* devices where this thread's plain calls were counted */
     unsigned epoch[CA_MAX_DEVICES];   /* dev_epoch[dev] when the seen bits of dev were set */
 };
 static _Thread_local struct per_thread tl;
@@ -141,15 +141,15 @@ static void thread_exit(void *unused)
 {
     (void)unused;
     ca_lane_disarm(); /* a later destructor's call must tell the arena about its key again */
-    for (int slot = 0; slot < CA_RT_SLOTS; slot++) {
-        ca_runtime *rt = ca_runtime_by_slot(slot);
+    for (int i = 0; i < CA_RT_COUNT; i++) {
+        ca_runtime *rt = ca_runtime_by_index(i);
         if (rt == NULL || !atomic_load_explicit(&rt->ready, memory_order_acquire))
             continue;
         for (int dev = 0; dev < CA_MAX_DEVICES; dev++)
-            if ((tl.seen[slot] & (UINT64_C(1) << dev)) &&
+            if ((tl.seen[i] & (UINT64_C(1) << dev)) &&
                 tl.epoch[dev] == atomic_load(&dev_epoch[dev]))
                 ca_stream_destroyed(rt->arena, dev, thread_key());
-        tl.seen[slot] = 0;
+        tl.seen[i] = 0;
     }
 }
 
@@ -165,7 +165,7 @@ static void refresh_epoch(int dev)
     unsigned epoch = atomic_load(&dev_epoch[dev]);
     if (tl.epoch[dev] != epoch) {
         uint64_t bit = UINT64_C(1) << dev;
-        for (int s = 0; s < CA_RT_SLOTS; s++) {
+        for (int s = 0; s < CA_RT_COUNT; s++) {
             tl.seen[s] &= ~bit;
             tl.plain[s] &= ~bit;
         }
@@ -173,12 +173,12 @@ static void refresh_epoch(int dev)
     }
 }
 
-/* The first host thread that made a plain call on each device, by runtime slot (0: none). */
-static atomic_uint_fast64_t plain_owner[CA_RT_SLOTS][CA_MAX_DEVICES];
+/* The first host thread that made a plain call on each device, by runtime index (0: none). */
+static atomic_uint_fast64_t plain_owner[CA_RT_COUNT][CA_MAX_DEVICES];
 
 int ca_stream_plain_counted(const ca_runtime *rt)
 {
-    return tl.plain[rt->slot] != 0;
+    return tl.plain[rt->index] != 0;
 }
 
 /* ca_stream_plain_thread for a device this thread's plain calls were not counted on yet. */
@@ -188,17 +188,17 @@ static CA_COLD void plain_thread_first(ca_runtime *rt, int dev, uint64_t bit)
     if (tl.plain_id == 0)
         tl.plain_id = atomic_fetch_add(&next_thread_id, 1);
     uint_fast64_t owner = 0;
-    if (!atomic_compare_exchange_strong(&plain_owner[rt->slot][dev], &owner, tl.plain_id) &&
+    if (!atomic_compare_exchange_strong(&plain_owner[rt->index][dev], &owner, tl.plain_id) &&
         owner != tl.plain_id)
         /* a second thread: leave single-stream mode */
         ca_stream_seen(rt->arena, dev, CA_STREAM_LEGACY);
-    tl.plain[rt->slot] |= bit;
+    tl.plain[rt->index] |= bit;
 }
 
 void ca_stream_plain_thread(ca_runtime *rt, int dev)
 {
     uint64_t bit = UINT64_C(1) << dev;
-    if (!(tl.plain[rt->slot] & bit) ||
+    if (!(tl.plain[rt->index] & bit) ||
         tl.epoch[dev] != atomic_load_explicit(&dev_epoch[dev], memory_order_acquire))
         plain_thread_first(rt, dev, bit);
 }
@@ -213,8 +213,8 @@ static ca_stream_t per_thread_key(ca_runtime *rt, int dev)
     }
     uint64_t bit = UINT64_C(1) << dev;
     refresh_epoch(dev);
-    if (!(tl.seen[rt->slot] & bit)) {
-        tl.seen[rt->slot] |= bit;
+    if (!(tl.seen[rt->index] & bit)) {
+        tl.seen[rt->index] |= bit;
         ca_stream_seen(rt->arena, dev, thread_key());
     }
     return thread_key();
@@ -347,7 +347,7 @@ void ca_streams_forget(int dev)
             known_tab[i].handle = NULL;
         known_count = 0;
     } else {
-        /* Deleting shifts entries backwards, so rescan a slot after a deletion. */
+        /* Deleting shifts entries backwards, so rescan an entry after a deletion. */
         for (size_t i = 0; i < known_cap;) {
             if (known_tab[i].handle != NULL && known_tab[i].dev == dev)
                 known_del_at(i);
@@ -358,7 +358,7 @@ void ca_streams_forget(int dev)
     pthread_rwlock_unlock(&known_lock);
     for (int d = 0; d < CA_MAX_DEVICES; d++)
         if (dev < 0 || d == dev) {
-            for (int s = 0; s < CA_RT_SLOTS; s++)
+            for (int s = 0; s < CA_RT_COUNT; s++)
                 atomic_store(&plain_owner[s][d], 0);
             atomic_fetch_add(&dev_epoch[d], 1);
         }

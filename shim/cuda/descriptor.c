@@ -45,7 +45,7 @@ static bool exports_fds(int ordinal)
 }
 
 /* Pinned memory on device `ordinal`, exportable by a file descriptor where the device allows
- * it: what another process needs to open the cache's mapped memory (ipc_mapped.c). Asking
+ * it: what another process needs to open the cache's mapped memory (ipc/mapped.c). Asking
  * costs nothing measurable at creation (docs/gpu.md, finding 11). */
 static void drv_vmm_desc(int ordinal, ca_rt_vmm_desc *out)
 {
@@ -85,7 +85,7 @@ ca_runtime ca_drv_rt = {
     .reuse_default = CA_REUSE_SAFE,
     .host_owner = ca_drv_host_owner,
     .host_wait = ca_drv_host_wait,
-    .slot = CA_RT_CUDA,
+    .index = CA_RT_CUDA,
     .pci_attrs = {33, 34, 50}, /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, _DEVICE_ID, _DOMAIN_ID */
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
 };

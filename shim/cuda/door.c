@@ -68,9 +68,10 @@ static void swap(const char *symbol, void **pfn, int version)
         }
 }
 
-/* Serves cuMemAlloc_v2. */
+/* Where cudaMalloc and -lcuda programs allocate: a cached block (front.c), or the driver's when
+ * the cache steps aside. */
 ca_rt_err cuMemAlloc_v2(cuabi_deviceptr *p, size_t size) { return ca_front_malloc(&ca_drv_rt, (void **)p, size); }
-/* Serves cuMemFree_v2. */
+/* The block goes back to the cache; a pointer the cache never gave goes to the driver. */
 ca_rt_err cuMemFree_v2(cuabi_deviceptr p) { return ca_front_free(&ca_drv_rt, (void *)(uintptr_t)p); }
 /* A stream-ordered allocation: the cache's where the program left the stream's device its
  * default pool, else the real driver's (pools.c). */
@@ -86,17 +87,17 @@ static ca_rt_err alloc_async(cuabi_deviceptr *p, size_t size, cuabi_stream_t s, 
     return ca_front_malloc_async(&ca_drv_rt, (void **)p, size, s, ptsz);
 }
 
-/* Serves cuMemAllocAsync. */
+/* The runtime's cudaMallocAsync: the cache's block unless the stream's pool is the program's. */
 ca_rt_err cuMemAllocAsync(cuabi_deviceptr *p, size_t size, cuabi_stream_t s) { return alloc_async(p, size, s, 0); }
-/* Serves cuMemAllocAsync_ptsz. */
+/* The same where the null stream means the calling thread's default stream (per-thread builds). */
 ca_rt_err cuMemAllocAsync_ptsz(cuabi_deviceptr *p, size_t size, cuabi_stream_t s) { return alloc_async(p, size, s, 1); }
-/* Serves cuMemFreeAsync. */
+/* Back to the cache in stream order (docs/arena.md, "Pools and the reuse contract"). */
 ca_rt_err cuMemFreeAsync(cuabi_deviceptr p, cuabi_stream_t s) { return ca_front_free_async(&ca_drv_rt, (void *)(uintptr_t)p, s, 0); }
-/* Serves cuMemFreeAsync_ptsz. */
+/* The same where the null stream means the calling thread's default stream. */
 ca_rt_err cuMemFreeAsync_ptsz(cuabi_deviceptr p, cuabi_stream_t s) { return ca_front_free_async(&ca_drv_rt, (void *)(uintptr_t)p, s, 1); }
-/* Serves cuMemAllocPitch_v2 (cudaMallocPitch, cudaMalloc3D): the driver's own allocation, which
- * the cache does not serve; when the device is full, the cache makes room (front.h) and the
- * call is made again, as it would have succeeded without the cache. */
+/* cudaMallocPitch and cudaMalloc3D stay the driver's (the pitch is the driver's choice); when
+ * the device is full, the cache makes room (front.h) and the call is made again, as it would
+ * have succeeded without the cache. */
 ca_rt_err cuMemAllocPitch_v2(cuabi_deviceptr *p, size_t *pitch, size_t width, size_t height,
                              unsigned elem)
 {
@@ -111,13 +112,15 @@ ca_rt_err cuMemAllocPitch_v2(cuabi_deviceptr *p, size_t *pitch, size_t width, si
     return e;
 }
 
-/* Serves cuMemGetInfo_v2: free as the next single allocation can get it. */
+/* Free memory counts what the cache holds unused: programs size their work by it. */
 ca_rt_err cuMemGetInfo_v2(size_t *f, size_t *t) { return ca_front_mem_get_info(&ca_drv_rt, f, t); }
-/* Sees stream creation. */
+/* The cache learns each stream's device, and whether it waits for the legacy stream
+ * (non-blocking), where the stream is made: later calls name only its handle. */
 ca_rt_err cuStreamCreate(cuabi_stream_t *s, unsigned flags) { return ca_front_stream_create(&ca_drv_rt, CA_CTOR_FLAGS, (void **)s, flags, 0); }
-/* Sees stream creation. */
+/* As cuStreamCreate: the priority changes nothing the cache keeps. */
 ca_rt_err cuStreamCreateWithPriority(cuabi_stream_t *s, unsigned flags, int priority) { return ca_front_stream_create(&ca_drv_rt, CA_CTOR_PRIORITY, (void **)s, flags, priority); }
-/* Sees stream destruction. */
+/* Before the stream goes, the cache records its last work, which its blocks still wait for:
+ * the handle may name a new stream later. */
 ca_rt_err cuStreamDestroy_v2(cuabi_stream_t s) { return ca_front_stream_destroy(&ca_drv_rt, s); }
 /* A context synchronization completes the fences of its slot. */
 ca_rt_err cuCtxSynchronize(void) { return ca_front_device_synchronize(&ca_drv_rt); }
@@ -192,12 +195,12 @@ static ca_rt_err primary_release(ca_rt_err (*release)(int), int dev)
 
 /* Releases a primary context; the last release makes the cache forget what it held there. */
 ca_rt_err cuDevicePrimaryCtxRelease(int dev) { return primary_release(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxRelease), dev); }
-/* The same, CUDA 11 form. */
+/* CUDA 11's name for the same call: runtimes ask for either. */
 ca_rt_err cuDevicePrimaryCtxRelease_v2(int dev) { return primary_release(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxRelease_v2), dev); }
 
 /* A primary context reset (cudaDeviceReset) frees its memory: the cache forgets it. */
 ca_rt_err cuDevicePrimaryCtxReset(int dev) { return primary_reset(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxReset), dev); }
-/* The same, CUDA 11 form. */
+/* CUDA 11's name for the same call: runtimes ask for either. */
 ca_rt_err cuDevicePrimaryCtxReset_v2(int dev) { return primary_reset(REAL(ca_rt_err(*)(int), I_cuDevicePrimaryCtxReset_v2), dev); }
 
 /* A destroyed context's memory is gone: the cache forgets it, and its slot is free again. */
@@ -257,7 +260,7 @@ ca_rt_err cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint6
     return e;
 }
 
-/* The CUDA 11.3 form of the lookup. */
+/* CUDA 11.3 to 11.8's lookup, which runtimes of that age still call: answered as above. */
 ca_rt_err cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags)
 {
     gpa_v1_fn gpa = REAL(gpa_v1_fn, I_cuGetProcAddress);

@@ -4,7 +4,7 @@
  * IPC. Code that exports what it queried, as UCX's cuda_ipc transport does (the range's base
  * exported, the offset sent), or registers it for RDMA, must see the block as a fresh cudaMalloc
  * of its size: its start, the size the program asked for, and exportable (the cache exports
- * such a block as its own record, ipc_mapped.c). A cached block of pinned host memory is one
+ * such a block as its own record, ipc/mapped.c). A cached block of pinned host memory is one
  * driver allocation of its size class: its range is the size the program asked for, as a fresh
  * allocation's is (measured, docs/gpu.md finding 12). Every other address, attribute and
  * outcome is the driver's. A block of a plain segment keeps the driver's answer, its segment:
@@ -23,7 +23,7 @@
 static ca_range_kind served_block(cuabi_deviceptr p, uintptr_t *start, size_t *size)
 {
     ca_range_kind k =
-        ca_front_range(ca_runtime_by_slot(CA_RT_CUDA), (void *)(uintptr_t)p, start, size);
+        ca_front_range(ca_runtime_by_index(CA_RT_CUDA), (void *)(uintptr_t)p, start, size);
     return k == CA_RANGE_PLAIN ? CA_RANGE_RUNTIME : k;
 }
 

@@ -47,20 +47,22 @@ static ca_rt_err end(const char *name, cuabi_stream_t s, cuabi_graph_t *graph, i
     return e;
 }
 
-/* Serves cuStreamBeginCapture (CUDA 10.0). */
+/* Each form below goes to the real function of its own name: the driver gives each its own
+ * semantics (CUDA 10.0's begin captures globally, _ptsz names the per-thread stream). */
 ca_rt_err cuStreamBeginCapture(cuabi_stream_t s) { return begin("cuStreamBeginCapture", s, -1, 0); }
-/* Serves cuStreamBeginCapture_ptsz (CUDA 10.0). */
+/* CUDA 10.0's begin, on the per-thread default stream. */
 ca_rt_err cuStreamBeginCapture_ptsz(cuabi_stream_t s) { return begin("cuStreamBeginCapture_ptsz", s, -1, 1); }
-/* Serves cuStreamBeginCapture_v2. */
+/* The begin runtimes call since CUDA 10.1, with the program's capture mode. */
 ca_rt_err cuStreamBeginCapture_v2(cuabi_stream_t s, cuabi_capture_enum m) { return begin("cuStreamBeginCapture_v2", s, (int)m, 0); }
-/* Serves cuStreamBeginCapture_v2_ptsz. */
+/* The same on the per-thread default stream. */
 ca_rt_err cuStreamBeginCapture_v2_ptsz(cuabi_stream_t s, cuabi_capture_enum m) { return begin("cuStreamBeginCapture_v2_ptsz", s, (int)m, 1); }
-/* Serves cuStreamEndCapture. */
+/* Once the stream captures no more, the cache's quiet ends (capture.h). */
 ca_rt_err cuStreamEndCapture(cuabi_stream_t s, cuabi_graph_t *g) { return end("cuStreamEndCapture", s, g, 0); }
-/* Serves cuStreamEndCapture_ptsz. */
+/* The same on the per-thread default stream. */
 ca_rt_err cuStreamEndCapture_ptsz(cuabi_stream_t s, cuabi_graph_t *g) { return end("cuStreamEndCapture_ptsz", s, g, 1); }
 
-/* Serves cuThreadExchangeStreamCaptureMode: the cache notes the thread's new mode. */
+/* The thread's new mode is noted only to name it in CACHEALLOC_VERBOSE's line at each begin:
+ * the cache stays quiet in every mode. */
 ca_rt_err cuThreadExchangeStreamCaptureMode(cuabi_capture_enum *mode)
 {
     void (*f)(void) = ca_drv_real_fn("cuThreadExchangeStreamCaptureMode");

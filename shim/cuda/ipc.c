@@ -6,7 +6,7 @@
  * - an address outside the cache's segments is the driver's business: the real call answers;
  * - a live block that starts a plain segment exports correctly as it is: the real call;
  * - a live block of an expandable range, which the driver cannot export, gets the cache's own
- *   record (ipc_mapped.c), which cuIpcOpenMemHandle here opens in a process under the cache;
+ *   record (ipc/mapped.c), which cuIpcOpenMemHandle here opens in a process under the cache;
  * - any other address inside a segment is refused with the driver's own code for memory it
  *   cannot export, and one line on stderr, once per process, naming CACHEALLOC_POOL=none;
  * - from the first such refusal or export of a plain segment on, the process's plain
@@ -25,7 +25,7 @@
 #include "descriptor.h"
 #include "driver.h"
 #include "init.h"
-#include "ipc_mapped.h"
+#include "ipc/mapped.h"
 #include "lane.h"
 #include "process.h"
 
@@ -50,7 +50,7 @@ static get_handle_fn real_get_handle(void)
 static void start_dedicating(ca_runtime *rt)
 {
     int none = 0;
-    if (atomic_compare_exchange_strong(&rt->passthrough_plain, &none, 1)) {
+    if (atomic_compare_exchange_strong(&rt->plain_dedicated, &none, 1)) {
         ca_lane_invalidate(); /* plain allocations leave the cache */
         ca_reclaim(rt->arena, -1);
     }
@@ -76,7 +76,7 @@ CA_EXPORT ca_rt_err cuIpcGetMemHandle(struct CUipcMemHandle_st *h, cuabi_devicep
     get_handle_fn real = real_get_handle();
     if (real == NULL)
         return CUABI_ERROR_NOT_FOUND;
-    ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
+    ca_runtime *rt = ca_runtime_by_index(CA_RT_CUDA);
     ca_place at;
     if (rt == NULL || !ca_cache_ready(rt) || !ca_locate(rt->arena, (void *)(uintptr_t)p, &at))
         return real(h, p);

@@ -177,7 +177,7 @@ CA_EXPORT ca_rt_err cuMemPoolTrimTo(cuabi_mempool_t pool, size_t keep)
     if (trim == NULL)
         return CUABI_ERROR_NOT_FOUND;
     ca_rt_err e = trim(pool, keep);
-    struct ca_runtime *rt = ca_runtime_by_slot(CA_RT_CUDA);
+    struct ca_runtime *rt = ca_runtime_by_index(CA_RT_CUDA);
     if (e != CUABI_SUCCESS || rt == NULL || !ca_cache_ready(rt))
         return e;
     int dev = default_pool_device(pool);

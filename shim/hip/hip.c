@@ -107,7 +107,7 @@ static ca_runtime hip_rt = {
     .stream_nonblocking = HIPABI_STREAM_NON_BLOCKING,
     .event_flags = HIPABI_EVENT_DISABLE_TIMING,
     .vmm_desc = hip_vmm_desc,
-    .slot = CA_RT_HIP,
+    .index = CA_RT_HIP,
     /* hip_runtime_api.h: hipFree "performs an implicit hipDeviceSynchronize() call". */
     .reuse_default = CA_REUSE_SYNC,
     .pci_attrs = {67, 68, 69}, /* hipDeviceAttributePciBusId, PciDeviceId, PciDomainID */

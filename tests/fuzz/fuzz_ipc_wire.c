@@ -1,4 +1,4 @@
-/* libFuzzer entry for what the cache's IPC exchange takes from its peer (shim/ipc_wire.c): the
+/* libFuzzer entry for what the cache's IPC exchange takes from its peer (shim/ipc/wire.c): the
  * input is a series of messages, each sent over a SOCK_SEQPACKET pair with any number of
  * descriptors attached (up to the kernel's 253, more than a chunk holds) and received as one
  * side of the exchange receives it: a request, a head, a chunk or an acknowledgement. Whatever
@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ipc_wire.h"
+#include "ipc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* ipc_crash.c: processes of the cache's IPC exchange (shim/ipc_mapped.c) killed with SIGKILL,
+/* ipc_crash.c: processes of the cache's IPC exchange (shim/ipc/mapped.c) killed with SIGKILL,
  * as a crash or the OOM killer ends them, at the moments that matter:
  *   "exporter-killed"  this process only runs the others. (1) An exporter exports a block and
  *                      an importer opens it; the exporter writes the block once more and is
@@ -34,7 +34,7 @@
 #include <stdatomic.h>
 
 #include "ipc_procs.h"
-#include "ipc_wire.h"
+#include "ipc/wire.h"
 #include "open_fds.h"
 
 #define SIZE (4 << 20)

@@ -1,4 +1,4 @@
-/* ipc_hostile.c: peers of the cache's IPC exchange (shim/ipc_mapped.c) that do not follow it.
+/* ipc_hostile.c: peers of the cache's IPC exchange (shim/ipc/mapped.c) that do not follow it.
  * Each mode shows that neither side is misled or held up, that no descriptor is leaked, and
  * that a good import still works afterwards:
  *   "impostor"  this process opens a record naming another process (its parent) while a child
@@ -11,7 +11,7 @@
  *               naming a freed block, a place inside a block, no block, no runtime) are each
  *               answered GPU_IPC_REFUSED; the importer is refused a freed block's record, then
  *               opens a live one.
- * The record's layout, the socket's name and the messages are shim/ipc_mapped.c's: the pid at
+ * The record's layout, the socket's name and the messages are shim/ipc/mapped.c's: the pid at
  * byte 16, the runtime at 20, the nonce at 24, the block at 32; a request is 56 bytes. */
 #include <stddef.h>
 #include <sys/socket.h>
@@ -20,7 +20,7 @@
 
 #include "gpu_ipc.h"
 #include "ipc_peer.h"
-#include "ipc_wire.h"
+#include "ipc/wire.h"
 #include "open_fds.h"
 
 #define SIZE (4 << 20)

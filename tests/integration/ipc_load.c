@@ -1,4 +1,4 @@
-/* ipc_load.c: the cache's IPC exchange (shim/ipc_mapped.c) under repetition and load, bytes
+/* ipc_load.c: the cache's IPC exchange (shim/ipc/mapped.c) under repetition and load, bytes
  * checked both ways each time:
  *   "rounds"     IPC_ROUNDS (1000 unless set) export, open and close rounds between this
  *                process and one importer, over three blocks in turn (256 KiB and 4 MiB, and

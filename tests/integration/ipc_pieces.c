@@ -1,6 +1,6 @@
 /* ipc_pieces.c: a block of an expandable segment lying over many driver mappings, exported to
  * another process under the cache. The export hands over a descriptor per mapping, more than
- * one message carries (shim/ipc_wire.h): the importer must see every mapping at its offset,
+ * one message carries (shim/ipc/wire.h): the importer must see every mapping at its offset,
  * and the exporter what the importer wrote back. The block is built with one growth per PIECE:
  * IPC_PIECES blocks (300 unless set) allocated one after another, each growing the range by a
  * mapping of its own, then freed (they merge) and allocated again as one block.
@@ -17,7 +17,7 @@
 #include <sys/un.h>
 
 #include "ipc_procs.h"
-#include "ipc_wire.h"
+#include "ipc/wire.h"
 #include "open_fds.h"
 
 #define PIECE IPC_PIECE
@@ -102,7 +102,7 @@ static int importer(const char *hex)
  * request sent; 2, the head read; 3, the first chunk read (its descriptors dropped) and not
  * acknowledged; 4, acknowledged. Step 0 stops after the first chunk, writes a byte to `ready`
  * and waits to be killed. The request is the record, the first 56 bytes of the handle; its
- * pid (byte 16), its nonce (byte 24) and the socket's name are shim/ipc_mapped.c's. */
+ * pid (byte 16), its nonce (byte 24) and the socket's name are shim/ipc/mapped.c's. */
 static pid_t rogue(const gpuIpcMemHandle_t *h, int step, int ready)
 {
     fflush(NULL);

@@ -3,8 +3,9 @@
 
     check_layers.py SOURCE_ROOT [OBJECT_DIR ...]
 
-1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/ (their common base)
-   and src/, never each other; shim/ uses src/; tools/top/ uses only src/'s stats ABI,
+1. Includes flow one way: the doors, shim/cuda/ and shim/hip/, use shim/'s root (their common
+   base) and src/, never each other; the CUDA door also uses shim/ipc/ (the interprocess
+   exchange), which uses only the base and src/; shim/ uses src/; tools/top/ uses only src/'s stats ABI,
    tools/launch/ only its option parser (the launcher checks values exactly as the library
    reads them); src/ and tests/simdevice/ stand alone.
 2. No header includes itself through others. The shim never reaches the arena's private
@@ -28,7 +29,8 @@ import sys
 LAYERS = {  # layer -> the layers (or single files of them) it may include
     "src": {"src"},
     "shim": {"shim", "src"},
-    "shim/cuda": {"shim/cuda", "shim", "src"},
+    "shim/ipc": {"shim/ipc", "shim", "src"},
+    "shim/cuda": {"shim/cuda", "shim/ipc", "shim", "src"},
     "shim/hip": {"shim/hip", "shim", "src"},
     "tools/top": {"tools/top", "src/stats/abi.h"},
     "tools/launch": {"tools/launch", "src/options/options.h"},
@@ -52,7 +54,7 @@ ORDER = [
     "src/tcache",   # each thread's cache
     "src/arena",    # the ladder and the device's administration; the public interface
 ]
-INCLUDE_DIRS = ["src"]  # what the builds add to the include path: names relative to these
+INCLUDE_DIRS = ["src", "shim"]  # what the builds add to the include path: names relative to these
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -1,6 +1,6 @@
 /* The exporter. libmicrohttpd parses HTTP and bounds what a client may cost: one polling
  * thread (epoll), a limit of connections in all and per client address (so that one client
- * cannot hold every slot), a memory limit per connection (which bounds the request line and
+ * cannot hold every connection), a memory limit per connection (which bounds the request line and
  * headers: past it the client gets 431), and a timeout that closes idle connections. Each
  * scrape reads the segments afresh, as --prometheus does; nothing is kept between scrapes, so
  * a process that ended leaves the output at the next one. The exporter writes nothing: it

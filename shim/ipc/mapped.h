@@ -15,7 +15,7 @@
 
 /* Fills the 64 bytes at handle with the record of the live block `at` of an expandable range of
  * rt's arena, after checking that the driver exports its mappings and that they are at most
- * CA_IPC_MAX_PIECES (ipc_wire.h); starts the thread that answers importers at the first
+ * CA_IPC_MAX_PIECES (ipc/wire.h); starts the thread that answers importers at the first
  * export. codes.success, or the code to refuse with. */
 ca_rt_err ca_ipc_mapped_export(ca_runtime *rt, const ca_place *at, void *handle);
 

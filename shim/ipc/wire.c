@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/ca_assert.h"
-#include "ipc_wire.h"
+#include "ipc/wire.h"
 
 typedef union control {
     char buf[CMSG_SPACE(sizeof(int) * CA_IPC_CHUNK)];

@@ -1,5 +1,5 @@
 /* The messages between a process that opens the cache's record of mapped memory and the one
- * that exported it (ipc_mapped.c), over a SOCK_SEQPACKET Unix socket: a request, a head, and
+ * that exported it (ipc/mapped.c), over a SOCK_SEQPACKET Unix socket: a request, a head, and
  * the mappings' descriptors in chunks, each acknowledged. docs/shim.md, "Interprocess memory",
  * describes the exchange. */
 #ifndef CACHEALLOC_SHIM_IPC_WIRE_H

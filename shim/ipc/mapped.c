@@ -5,13 +5,13 @@
  * device. A process that opens the record under the cache connects to the exporter's abstract
  * Unix socket and receives a file descriptor of each driver mapping holding the block
  * (SCM_RIGHTS; cuMemExportToShareableHandle), in chunks of a bounded size however many there
- * are (ipc_wire.h), then imports and maps them whole, back to back (cuMemMap takes no offset
+ * are (ipc/wire.h), then imports and maps them whole, back to back (cuMemMap takes no offset
  * into a handle): the same physical memory at device speed, as the
  * legacy import would give it, with the rest of those mappings around it as a legacy import
  * shows the rest of its allocation. A socket, not
  * pidfd_getfd, since that needs ptrace rights that containers and Yama withhold (PyTorch issue
  * 165685). The exporter answers each importer on a thread of its own, a few at once
- * (ipc_serve.c), started at its first such export, and only to processes of its own user; the
+ * (ipc/serve.c), started at its first such export, and only to processes of its own user; the
  * importer takes its answer only from the process the record names (both by SO_PEERCRED). */
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,12 +29,12 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "ipc_mapped.h"
-#include "ipc_serve.h"
-#include "ipc_wire.h"
+#include "ipc/mapped.h"
+#include "ipc/serve.h"
+#include "ipc/wire.h"
 #include "process.h"
 
-/* "ipc2": descriptors in acknowledged chunks (ipc_wire.h). A peer of another version reads
+/* "ipc2": descriptors in acknowledged chunks (ipc/wire.h). A peer of another version reads
  * this as no record of its own and passes it to the driver, which refuses it. */
 static const char magic[16] = "cachealloc-ipc2";
 
@@ -42,7 +42,7 @@ static const char magic[16] = "cachealloc-ipc2";
 typedef struct record {
     char magic[16];
     int32_t pid;
-    int32_t slot;     /* CA_RT_CUDA or CA_RT_HIP: whose arena holds the block */
+    int32_t index;    /* CA_RT_CUDA or CA_RT_HIP: whose arena holds the block */
     uint64_t nonce;   /* the exporter's server: a pid reused by another process never matches */
     uint64_t block;
     uint64_t size;
@@ -90,7 +90,7 @@ typedef struct listing {
  * or the code to refuse with (l->pc NULL then). */
 static ca_rt_err list_pieces(const record *r, listing *l)
 {
-    ca_runtime *rt = r->slot == CA_RT_CUDA || r->slot == CA_RT_HIP ? ca_runtime_by_slot(r->slot)
+    ca_runtime *rt = r->index == CA_RT_CUDA || r->index == CA_RT_HIP ? ca_runtime_by_index(r->index)
                                                                    : NULL;
     *l = (listing){rt, 0, 0, NULL};
     if (!rt)
@@ -268,7 +268,7 @@ ca_rt_err ca_ipc_mapped_export(ca_runtime *rt, const ca_place *at, void *handle)
 {
     if (start_server() != 0)
         return rt->codes.invalid_value;
-    record r = {.pid = getpid(), .slot = rt->slot, .nonce = server.nonce, .block = at->block,
+    record r = {.pid = getpid(), .index = rt->index, .nonce = server.nonce, .block = at->block,
                 .size = at->size};
     memcpy(r.magic, magic, sizeof magic);
     /* Export now, so that a device that cannot is refused here, as the driver would. One

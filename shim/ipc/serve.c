@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc_serve.h"
+#include "ipc/serve.h"
 
 /* One server's state, on the heap: a child of fork starts a server of its own with fresh
  * state, whatever the parent's threads held at the fork. */
