@@ -48,9 +48,7 @@ void ca_tc_set_retire_hook(void (*hook)(void));
  * newest skipped when the inline hit tried it): -1 with *out set on a hit. On a miss the
  * thread's pattern changed: every block it keeps on dev moves to spill (room for CA_TC_KEPT),
  * for the caller to free through the pools, so that none sits idle there; returns how many.
- * A kept block is reused only by the API and stream that freed it, for the same requested
- * size: a stream-ordered block while its stream lives, a plain one while its device has no
- * stream but the default ones (the thread's own default stream orders the reuse). */
+ * A kept block serves only as ca_tc_serves allows (tcache/hit.h). */
 int ca_tc_take(ca_arena *a, int dev, size_t size, ca_stream_t s, unsigned api, bool newest_tried,
                void **out, ca_tc_entry *spill);
 
