@@ -2,8 +2,8 @@
 # Which way of reusing a freed block wins each of bench-loop's 12 variants on the simulated
 # driver, under each of its price profiles: the plain runtime, the reference that synchronizes
 # the device before each reuse (sync-cache), the cache under CACHEALLOC_FENCES=device, =events
-# and its default (unset), the cache with CACHEALLOC_REUSE=sync, and the limit (one block a
-# thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
+# and its default (unset), the cache with CACHEALLOC_REUSE=sync, the default with the larger
+# memory bound CACHEALLOC_RESERVE_FACTOR=4, and the limit (one block a thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
 # (scripts/gpu/reuse_table.py renders both), so that the tables stand side by side.
 #
 #   scripts/bench-rank.sh [--builddir DIR] [--profiles LIST] [--variants LIST]
@@ -71,7 +71,7 @@ once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or not
     IFS=: read -r sizes busy threads <<<"$2"
     args=(--sizes "$sizes" --threads "$threads" --streams 2 --busy "$busy" --pairs "$n"
           --warmup 500)
-    local pre=(env -u LD_PRELOAD -u CACHEALLOC_FENCES -u CACHEALLOC_REUSE)
+    local pre=(env -u LD_PRELOAD -u CACHEALLOC_FENCES -u CACHEALLOC_REUSE -u CACHEALLOC_RESERVE_FACTOR)
     case $1 in
     plain) ;;
     sync) args+=(--sync-cache) ;;
@@ -79,6 +79,7 @@ once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or not
     device|events) pre+=(CACHEALLOC_FENCES="$1" LD_PRELOAD="$shim") ;;
     default) pre+=(LD_PRELOAD="$shim") ;;
     reuse-sync) pre+=(CACHEALLOC_REUSE=sync LD_PRELOAD="$shim") ;;
+    factor-4) pre+=(CACHEALLOC_RESERVE_FACTOR=4 LD_PRELOAD="$shim") ;;
     esac
     if ! out=$("${pre[@]}" "$loop" "${args[@]}" 2>&1); then
         echo "bench-rank.sh: $1 $2 failed: $(tail -n 1 <<<"$out")" >&2
@@ -97,7 +98,7 @@ for p in "${plist[@]}"; do
     : >"$raw"
     for v in $vlist; do
         for ((r = 0; r < runs; r++)); do
-            for m in plain sync device events default reuse-sync limit; do
+            for m in plain sync device events default reuse-sync factor-4 limit; do
                 once "$m" "$v" >>"$raw"
             done
         done

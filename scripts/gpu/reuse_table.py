@@ -19,13 +19,16 @@ MODES = (
     ("events", "cache, events", [], True, {"CACHEALLOC_FENCES": "events"}),
     ("default", "cache, default", [], True, {}),
     ("reuse-sync", "cache, REUSE=sync", [], True, {"CACHEALLOC_REUSE": "sync"}),
+    # The default with the larger memory bound: what holding more buys (sync-cache holds every
+    # block it ever took), in a row of its own, never the default's bound silently.
+    ("factor-4", "cache, RESERVE_FACTOR=4", [], True, {"CACHEALLOC_RESERVE_FACTOR": "4"}),
     ("limit", "limit", ["--limit"], False, {}),
 )
 MODE_KEYS = tuple(m[0] for m in MODES)
 # What each mode reports as the memory it held: the cache's own peak, or the reference's.
 RESERVED_KEY = {"sync": "sync_cache_reserved_bytes", "device": "cache_peak_reserved_bytes",
                 "events": "cache_peak_reserved_bytes", "default": "cache_peak_reserved_bytes",
-                "reuse-sync": "cache_peak_reserved_bytes"}
+                "reuse-sync": "cache_peak_reserved_bytes", "factor-4": "cache_peak_reserved_bytes"}
 # sizes:busy:threads. fixed: 1 MiB; random: 1 to 8 MiB; busy: one of two streams kept busy.
 VARIANTS = tuple("%s:%d:%d" % (s, b, t) for s in ("fixed", "random") for b in (0, 1)
                  for t in (1, 4, 16))

@@ -77,6 +77,8 @@ typedef struct ca_config {
     void *trace_ctx;
     int quiet;                     /* no warning line on stderr (unit tests)              */
     int thread_cache;              /* each thread keeps its own freed blocks for itself   */
+    unsigned reserve_factor;       /* times the working set reserved before pending memory
+                                    * is waited for instead of grown past; 0: 2            */
     /* The ladder's last rung (neighbours.h): when the device refuses, other processes of this
      * API ("cuda", "hip") are asked for what their caches hold free, waiting at most
      * neighbours_wait_ms. NULL: never ask. */

@@ -15,7 +15,7 @@
 #define MiB ((uint64_t)1 << 20)
 
 typedef enum opt_id {
-    OPT_POOL, OPT_REUSE, OPT_FENCES, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
+    OPT_POOL, OPT_REUSE, OPT_FENCES, OPT_RESERVE_FACTOR, OPT_LIMIT, OPT_RELEASE, OPT_PREALLOC, OPT_MAX_SPLIT,
     OPT_EXPANDABLE, OPT_EXPANDABLE_PIECE, OPT_PINNED, OPT_PINNED_LIMIT, OPT_THREAD_CACHE, OPT_STATS, OPT_NEIGHBOURS, OPT_IDLE_RELEASE, OPT_LEAK, OPT_TRACE, OPT_VERBOSE, OPT_SHM_DIR, OPT_COUNT
 } opt_id;
 
@@ -44,6 +44,8 @@ static const opt_choice fences_words[] = {
     {NULL, 0}};
 /* A size option that also takes "auto" (stored as 0): the arena chooses. */
 static const opt_choice auto_words[] = {{"auto", 0}, {NULL, 0}};
+static const opt_choice factor_words[] = {
+    {"2", 2}, {"3", 3}, {"4", 4}, {"8", 8}, {"16", 16}, {NULL, 0}};
 static const opt_choice bool_words[] = {
     {"0", 0}, {"1", 1}, {"false", 0}, {"true", 1}, {"off", 0}, {"on", 1},
     {"no", 0}, {"yes", 1}, {NULL, 0}};
@@ -74,6 +76,8 @@ static const opt_desc opt_table[OPT_COUNT] = {
                    "auto"},
     [OPT_FENCES] = {PREFIX "FENCES", "fences", K_CHOICE, fences_words, 0,
                     "auto, device, events", "auto"},
+    [OPT_RESERVE_FACTOR] = {PREFIX "RESERVE_FACTOR", "reserve_factor", K_CHOICE, factor_words, 0,
+                            "2, 3, 4, 8, 16", "2"},
     [OPT_LIMIT] = {PREFIX "LIMIT", "limit", K_SIZE_PCT, NULL, 0,
                    SIZE_ACCEPTED " or 1%..100%", "no limit"},
     [OPT_RELEASE] = {PREFIX "RELEASE_THRESHOLD", "release_threshold", K_SIZE_PCT, NULL, 0,
@@ -128,6 +132,7 @@ static opt_value opt_get(const ca_options *o, opt_id id) {
     case OPT_PINNED: v.choice = o->pinned; break;
     case OPT_PINNED_LIMIT: v.bytes = o->pinned_limit; break;
     case OPT_THREAD_CACHE: v.choice = o->thread_cache; break;
+    case OPT_RESERVE_FACTOR: v.choice = (int)o->reserve_factor; break;
     case OPT_STATS: v.choice = o->stats; break;
     case OPT_NEIGHBOURS: v.choice = o->neighbours; break;
     case OPT_IDLE_RELEASE: v.bytes = o->idle_release_s; break;
@@ -160,6 +165,7 @@ static void opt_set(ca_options *o, opt_id id, const opt_value *v) {
     case OPT_PINNED: o->pinned = v->choice; break;
     case OPT_PINNED_LIMIT: o->pinned_limit = v->bytes; break;
     case OPT_THREAD_CACHE: o->thread_cache = v->choice; break;
+    case OPT_RESERVE_FACTOR: o->reserve_factor = (unsigned)v->choice; break;
     case OPT_STATS: o->stats = v->choice; break;
     case OPT_NEIGHBOURS: o->neighbours = v->choice; break;
     case OPT_IDLE_RELEASE: o->idle_release_s = v->bytes; break;
@@ -182,6 +188,7 @@ void ca_options_defaults(ca_options *o) {
     o->expandable_piece = 0; /* auto */
     o->pinned = 1;
     o->thread_cache = 1;
+    o->reserve_factor = 2;
     o->stats = 1;
     o->neighbours = 1;
     o->idle_release_s = 10;
@@ -464,6 +471,7 @@ void ca_options_to_config(const ca_options *o, ca_config *c) {
     c->expandable = o->expandable;
     c->expandable_piece = o->expandable_piece;
     c->thread_cache = o->thread_cache;
+    c->reserve_factor = o->reserve_factor;
     c->big_align = CA_BIG_ALIGN_DEFAULT;
     c->record_alloc_times = o->leak_check != CA_LEAK_OFF;
     c->record_stacks = o->leak_check == CA_LEAK_STACKS;

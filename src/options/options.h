@@ -35,6 +35,7 @@ typedef struct ca_options {
     int pinned;                 /* CACHEALLOC_PINNED=0|1                    (1)       */
     uint64_t pinned_limit;      /* CACHEALLOC_PINNED_LIMIT=size             (0: none) */
     int thread_cache;           /* CACHEALLOC_THREAD_CACHE=0|1              (1)       */
+    unsigned reserve_factor;    /* CACHEALLOC_RESERVE_FACTOR=2|3|4|8|16     (2)       */
     int stats;                  /* CACHEALLOC_STATS=0|1                     (1)       */
     int neighbours;             /* CACHEALLOC_NEIGHBOURS=0|1                (1)       */
     uint64_t idle_release_s;    /* CACHEALLOC_IDLE_RELEASE=seconds          (10; 0: never) */

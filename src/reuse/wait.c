@@ -4,9 +4,10 @@
  * Growing avoids a wait, but a loop that frees and allocates faster than its fences complete
  * then grows without bound: each segment is asked for while the previous ones wait. So the
  * cache grows past pending memory only while it holds at most twice the working set (allocated
- * bytes plus the request); beyond that it waits, unlocked, and searches again: for the oldest
- * fences that cover the request's size in pending bytes (CACHEALLOC_FENCES=events), or for the
- * whole device (device, the default). docs/arena.md gives the measurements. */
+ * bytes plus the request; CACHEALLOC_RESERVE_FACTOR sets another multiple); beyond that it
+ * waits, unlocked, and searches again: for the oldest fences that cover the request's size in
+ * pending bytes (the events way), or for the whole device (the device way). docs/arena.md gives
+ * the measurements. */
 #include <sched.h>
 #include <stdlib.h>
 
@@ -104,10 +105,11 @@ bool ca_reuse_wait_all(ca_arena *a, ca_device *d)
  * so a starved thread is served without growing. */
 #define ROUND_ALONE 4
 
-static bool within_budget(const ca_device *d, size_t rounded)
+static bool within_budget(const ca_arena *a, const ca_device *d, size_t rounded)
 {
     uint64_t working = d->st.allocated_bytes + rounded;
-    return d->st.reserved_bytes <= 2 * working;
+    unsigned factor = a->cfg.reserve_factor ? a->cfg.reserve_factor : 2;
+    return d->st.reserved_bytes <= factor * working;
 }
 
 /* The free number at which the oldest pending blocks add up to need bytes (the newest pending
@@ -194,7 +196,7 @@ bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round)
 {
     const ca_reuse *r = &d->reuse;
     if (!ca_reuse_fencing(r, &a->cfg) || !r->pend_head || round > ROUND_ALONE ||
-        within_budget(d, rounded) || ca_reuse_hushed(r, ca_quiet(a)))
+        within_budget(a, d, rounded) || ca_reuse_hushed(r, ca_quiet(a)))
         return false;
     if (round == ROUND_ALONE) {
         wait_device(a, d, true);

@@ -136,6 +136,38 @@ static void policy_loop(ca_fences_kind fences)
     stop();
 }
 
+/* CACHEALLOC_RESERVE_FACTOR=4: the loop grows to four times its working set before it waits,
+ * and waits less often than at the default's two. */
+static void test_reserve_factor_bounds_growth(void **state)
+{
+    (void)state;
+    uint64_t syncs[2];
+    for (int k = 0; k < 2; k++) {
+        fake_init(&dev, &be, (uint64_t)64 << 30);
+        ca_config cfg = {.pool = CA_POOL_SPLIT, .reuse = CA_REUSE_SAFE,
+                         .fences = CA_FENCES_DEVICE, .reserve_factor = k ? 4 : 2,
+                         .release_threshold = UINT64_MAX, .max_split = UINT64_MAX, .quiet = 1};
+        A = ca_arena_create(&be, &cfg);
+        memset(freed, 0, sizeof freed);
+        ca_stream_created(A, 0, S1, 1);
+        uint64_t peak = 0;
+        for (int i = 0; i < 1000; i++) {
+            void *p = must(MiB);
+            assert_safe_reuse(p);
+            note_free(p);
+            free_in_use(p);
+            if (stats().reserved_bytes > peak)
+                peak = stats().reserved_bytes;
+        }
+        /* Twice or four times the working set of one block, plus one 2 MiB segment. */
+        assert_true(peak <= (k ? 4 : 2) * MiB + SMALL_SEGMENT);
+        assert_true(peak > (k ? 2 * MiB + SMALL_SEGMENT : 0));
+        syncs[k] = stats().device_syncs;
+        stop();
+    }
+    assert_true(syncs[1] < syncs[0]);
+}
+
 static void test_device_policy_counts_its_syncs(void **state)
 {
     (void)state;
@@ -335,6 +367,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_size_loop_stays_bounded),
         cmocka_unit_test(test_device_policy_counts_its_syncs),
+        cmocka_unit_test(test_reserve_factor_bounds_growth),
         cmocka_unit_test(test_learned_policy_tries_both_safely),
         cmocka_unit_test(test_wait_takes_oldest_fence_only),
         cmocka_unit_test(test_ring_of_live_blocks_stays_bounded),
