@@ -51,17 +51,15 @@ static void choose(ca_reuse_price *p, ca_fences_kind measured)
     if (p->trying) {
         p->trying = false;
         p->since_try = 0;
-        if (best == measured) {
-            p->try_every = 1; /* the tried way won: the other is tried again soon */
-        } else {
-            /* It lost: tried half as often, and never so often that its epochs, as much
-             * longer as each of its allocations is, take more than a share of the time. */
-            uint64_t ratio = p->per_alloc_ns[measured] / p->per_alloc_ns[best];
-            uint64_t every = (uint64_t)p->try_every * 2;
-            if (every < TRY_SHARE * ratio)
-                every = TRY_SHARE * ratio;
-            p->try_every = every < TRY_MAX ? (uint32_t)every : TRY_MAX;
-        }
+        /* The loser is tried again later: half as often as before if it lost again, and never
+         * so often that its epochs, as much longer as each of its allocations is, take more
+         * than a share of the time (after a clear win of the tried way, the old one too). */
+        ca_fences_kind loser = other_way(best);
+        uint64_t ratio = p->per_alloc_ns[loser] / p->per_alloc_ns[best];
+        uint64_t every = best == measured ? 1 : (uint64_t)p->try_every * 2;
+        if (every < TRY_SHARE * ratio)
+            every = TRY_SHARE * ratio;
+        p->try_every = every < TRY_MAX ? (uint32_t)every : TRY_MAX;
         p->way = (uint8_t)best;
         return;
     }

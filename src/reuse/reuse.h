@@ -41,11 +41,13 @@ static inline ca_fences_kind ca_reuse_way(const ca_config *cfg, const ca_reuse *
     return cfg->fences == CA_FENCES_AUTO ? (ca_fences_kind)r->price.way : cfg->fences;
 }
 
-/* The allocations the current epoch lasts: a try, and the settling of a new way before it is
- * timed, are an eighth of an epoch (the way that lost may be many times slower). */
+/* The allocations the current epoch lasts: a try, the settling of a new way before it is timed,
+ * and every epoch until both ways have a figure are an eighth of an epoch (the way that lost
+ * may be many times slower, and a short program learns early). */
 static inline uint32_t ca_price_due(const ca_reuse_price *p)
 {
-    return p->trying || !p->epoch_t0 ? CA_PRICE_EPOCH / 8 : CA_PRICE_EPOCH;
+    bool learning = !p->per_alloc_ns[0] || !p->per_alloc_ns[1];
+    return p->trying || !p->epoch_t0 || learning ? CA_PRICE_EPOCH / 8 : CA_PRICE_EPOCH;
 }
 
 /* An allocation of a fenced device was served: under the learned policy, an epoch may end. */

@@ -158,20 +158,23 @@ static void test_first_epoch_starts_the_clock(void **state)
     ca_price_epoch(&p, 1000000);
     assert_int_equal(p.epochs, 0);
     assert_int_equal(p.served, 0);
-    p.served = CA_PRICE_EPOCH;
-    ca_price_epoch(&p, 1000000 + 512 * 3000);
+    /* Until both ways have a figure, epochs are an eighth long. */
+    assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8);
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, 1000000 + 64 * 3000);
     assert_int_equal(p.epochs, 1);
     assert_int_equal(p.per_alloc_ns[CA_FENCES_DEVICE], 3000);
     assert_int_equal(p.way, CA_FENCES_EVENTS); /* tried after the first epoch */
     /* The new way settles an eighth of an epoch untimed, then its try is timed. */
     assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8);
     p.served = CA_PRICE_EPOCH / 8;
-    ca_price_epoch(&p, 2000000 + 512 * 3000);
+    ca_price_epoch(&p, 2000000);
     assert_int_equal(p.epochs, 1);
     p.served = CA_PRICE_EPOCH / 8;
-    ca_price_epoch(&p, 2000000 + 512 * 3000 + 64 * 9000);
+    ca_price_epoch(&p, 2000000 + 64 * 9000);
     assert_int_equal(p.per_alloc_ns[CA_FENCES_EVENTS], 9000);
     assert_int_equal(p.way, CA_FENCES_DEVICE); /* it lost */
+    assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8); /* settling, then whole epochs */
 }
 
 int main(void)
