@@ -9,10 +9,10 @@
  * threads that queue on the device lock behind a fence's records, the waits several threads
  * make at once, the work the device does for the events. So the cache measures what the
  * program sees, the wall time of an epoch of CA_PRICE_EPOCH allocations on the device, under
- * the way in force. The cheaper way stays in force; the other is tried for one epoch now and
- * then, half as often each time it loses again and never so often that its tries take more than
- * about a thirty-second of the time, so a program whose streams change is followed and one
- * whose streams do not pays little for the tries.
+ * the way in force. The cheaper way stays in force; the other is tried for an eighth of an
+ * epoch now and then, half as often each time it loses again and never so often that its tries
+ * take more than about a thirty-second of the time, so a program whose streams change is
+ * followed and one whose streams do not pays little for the tries.
  *
  * Pure bookkeeping under the device lock: nothing here calls the device or reads a clock. */
 #include "reuse/reuse.h"
