@@ -216,8 +216,8 @@ void ca_seg_remove(ca_device *d, ca_segment *s);
 void ca_note_peaks(ca_dev_stats *st);
 /* Count a driver call (or run of calls) that grew d's cache, begun at t0 (ca_now_ns), in
  * growths and grow_ns, whether it succeeded or not: the program waited for it either way.
- * Under d's lock. */
-void ca_note_growth(ca_device *d, uint64_t t0);
+ * Under d's lock; returns the nanoseconds it took. */
+uint64_t ca_note_growth(ca_device *d, uint64_t t0);
 /* A segment of `size` bytes from the driver, whose first block (all of it, free) comes back in
  * *out; every block of it starts on CA_ROUND, whatever base the driver answered. rounded (0:
  * none) is the request it must serve: where the driver's base left too little room for it,

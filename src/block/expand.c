@@ -204,12 +204,12 @@ static int map_run(ca_arena *a, ca_device *d, ca_segment *s, uintptr_t addr, siz
             rc = be->vmm_peer_access ? be->vmm_peer_access(be->ctx, d->id, (void *)addr, size,
                                                            p, true)
                                      : CA_ERR_BACKEND;
-    if (rc != CA_OK) {
-        if (done)
-            be->vmm_unmap(be->ctx, d->id, (void *)addr, done);
+    if (rc != CA_OK && done)
+        be->vmm_unmap(be->ctx, d->id, (void *)addr, done);
+    uint64_t ns = ca_note_growth(d, t0); /* a failed run too: the program waited for it */
+    if (rc != CA_OK)
         return rc;
-    }
-    note_map_price(d, ca_now_ns() - t0, (size + piece - 1) / piece);
+    note_map_price(d, ns, (size + piece - 1) / piece);
     for (size_t at = 0; at < size; at += piece)
         ca_range_mark(s, d->vmm.page, addr + at, true);
     return CA_OK;
@@ -307,9 +307,7 @@ ca_block *ca_expand_grow(ca_arena *a, ca_device *d, ca_pool *p, size_t rounded, 
     ca_block *rest = map < h->size ? ca_block_new(d) : NULL;
     if (map < h->size && !rest)
         return NULL;
-    uint64_t t0 = ca_now_ns();
     int rc = map_run(a, d, s, h->addr, map, solo ? map : piece_of(a, d));
-    ca_note_growth(d, t0);
     if (rc != CA_OK) {
         if (rest)
             ca_block_recycle(d, rest);

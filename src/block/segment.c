@@ -143,10 +143,12 @@ void ca_seg_remove(ca_device *d, ca_segment *s)
     d->nsegs--;
 }
 
-void ca_note_growth(ca_device *d, uint64_t t0)
+uint64_t ca_note_growth(ca_device *d, uint64_t t0)
 {
-    d->st.grow_ns += ca_now_ns() - t0;
+    uint64_t ns = ca_now_ns() - t0;
+    d->st.grow_ns += ns;
     d->st.growths++;
+    return ns;
 }
 
 void ca_note_peaks(ca_dev_stats *st)
