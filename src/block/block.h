@@ -385,7 +385,8 @@ void ca_window_end(ca_device *d);
 void ca_window_closed(ca_device *d);
 /* Wait, the lock dropped meanwhile, until no window is open (nor, if switches, a switch runs). */
 void ca_window_drain(ca_device *d, bool switches);
-/* A fork's child: no thread of it is inside a window or a switch, whatever the parent's did. */
+/* A fork's child: no thread of it is inside a window, a switch or a synchronization, whatever
+ * the parent's did. */
 void ca_window_forget(ca_device *d);
 /* Wait, the lock dropped meanwhile, until no synchronization that stops allocations runs. */
 void ca_window_wait_switch(ca_device *d);

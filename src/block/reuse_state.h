@@ -52,6 +52,9 @@ typedef struct ca_reuse {
     uint32_t switching;       /* a device synchronization that stops allocations runs: the
                                * mode switch, or a starved allocation's (a futex word) */
     uint32_t windows;         /* threads inside an unlocked window (a futex word)        */
+    uint32_t syncs_running;   /* waits' device synchronizations under way (reuse/wait.c) */
+    uint32_t syncs_done;      /* bumped as each of those returns (a futex word)           */
+    uint32_t sync_joiners;    /* threads waiting for one of them to return               */
     /* Plain frees waiting for a fence: the unfenced list, then recorded fences (FIFO). */
     ca_block *pend_head, *pend_tail;
     uint64_t unfenced_max_seq;

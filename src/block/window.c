@@ -51,4 +51,6 @@ void ca_window_forget(ca_device *d)
 {
     d->reuse.switching = 0;
     d->reuse.windows = 0;
+    d->reuse.syncs_running = 0;
+    d->reuse.sync_joiners = 0;
 }

@@ -33,7 +33,15 @@ static bool wait_device(ca_arena *a, ca_device *d, bool alone)
         return false;
     ca_reuse *r = &d->reuse;
     uint64_t token = r->free_seq, dying = r->dying_stamp;
-    if (ca_reuse_sync(a, d, alone) != CA_OK)
+    r->syncs_running += !alone;
+    int rc = ca_reuse_sync(a, d, alone);
+    if (!alone) {
+        r->syncs_running--;
+        __atomic_add_fetch(&r->syncs_done, 1, __ATOMIC_RELEASE);
+        if (r->sync_joiners)
+            ca_futex_wake_all(&r->syncs_done);
+    }
+    if (rc != CA_OK)
         return false;
     ca_reuse_synced(d, token);
     for (int i = 0; i < r->ndying; i++)
@@ -43,6 +51,24 @@ static bool wait_device(ca_arena *a, ca_device *d, bool alone)
 }
 
 bool ca_reuse_wait_device(ca_arena *a, ca_device *d) { return wait_device(a, d, false); }
+
+/* Another thread's synchronization is under way: wait for it to return instead of making one
+ * more, then search again. Threads that run short together then share one synchronization, as
+ * the reference cache's do not. It covers only the frees made before it began: a caller that
+ * still finds nothing synchronizes itself at its next round. */
+static void join_sync(ca_device *d)
+{
+    ca_reuse *r = &d->reuse;
+    uint32_t seen = r->syncs_done;
+    uint64_t t0 = ca_now_ns();
+    r->sync_joiners++;
+    ca_window_begin(d);
+    while (__atomic_load_n(&r->syncs_done, __ATOMIC_ACQUIRE) == seen)
+        ca_futex_wait(&r->syncs_done, seen);
+    ca_window_end(d);
+    r->sync_joiners--;
+    d->st.sync_wait_ns += ca_now_ns() - t0;
+}
 
 /* What everything the contract holds waits for, copied (so the wait can drop the lock): the
  * destroyed streams' last events, the pools' events in flight, the newest fence's events. */
@@ -203,7 +229,10 @@ bool ca_reuse_wait(ca_arena *a, ca_device *d, size_t rounded, int round)
         return true;
     }
     if (ca_reuse_way(&a->cfg, r) == CA_FENCES_DEVICE) {
-        wait_device(a, d, false); /* every pending block at once, no event recorded */
+        if (r->syncs_running && round == 0)
+            join_sync(d);
+        else
+            wait_device(a, d, false); /* every pending block at once, no event recorded */
         return true;
     }
     ca_fence *f = fence_covering(r, seq_covering(r, round == 0 ? rounded : UINT64_MAX));
