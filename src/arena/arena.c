@@ -558,7 +558,7 @@ static uint32_t served(ladder *l, ca_block *b, void **frames, int depth)
     ca_device *d = l->d;
     b->requested = l->size;
     d->st.requested_bytes += l->size;
-    ca_reuse_served(&a->cfg, &d->reuse);
+    ca_reuse_served(&a->cfg, d);
     if (l->hit)
         d->st.cache_hits++;
     if (l->full || l->driver_failed)

@@ -40,9 +40,12 @@ typedef struct ca_reuse_price {
     uint32_t since_try;       /* epochs since the losing way was last tried             */
     uint32_t try_every;       /* epochs between its tries: doubles while it keeps losing */
     uint64_t epochs;          /* epochs measured (the tests read it)                    */
+    uint64_t growths0;        /* the device's growths when the epoch began              */
+    uint32_t grown;           /* epochs in a row not timed because the device grew      */
 } ca_reuse_price;
 
 #define CA_PRICE_EPOCH 512u  /* allocations an epoch averages over (a try: an eighth) */
+#define CA_PRICE_GROWN 8u    /* epochs in a row left untimed for a growth, at most      */
 
 /* A device's side of the contract. Every free on the device takes the next number of a
  * device-wide sequence (free_seq), and a block keeps the number of its last free: what has

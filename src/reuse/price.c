@@ -70,14 +70,21 @@ static void choose(ca_reuse_price *p, ca_fences_kind measured)
     }
 }
 
-void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns)
+void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns, uint64_t growths)
 {
     uint32_t served = p->served;
     p->served = 0;
-    if (!p->epoch_t0 || now_ns <= p->epoch_t0) { /* the first epoch only starts the clock */
+    /* An epoch in which the device grew is not timed (up to CA_PRICE_GROWN in a row): a growth
+     * costs the same under either way, and a program's first epochs grow while the way in
+     * force is the device's, whose figure would then be charged with the whole warm-up. */
+    bool grew = growths != p->growths0 && p->grown < CA_PRICE_GROWN;
+    p->growths0 = growths;
+    if (!p->epoch_t0 || now_ns <= p->epoch_t0 || grew) { /* only (re)starts the clock */
+        p->grown = grew ? p->grown + 1 : 0;
         p->epoch_t0 = now_ns;
         return;
     }
+    p->grown = 0;
     ca_fences_kind w = (ca_fences_kind)p->way;
     uint64_t cost = (now_ns - p->epoch_t0) / (served ? served : 1);
     p->epoch_t0 = now_ns;

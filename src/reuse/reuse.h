@@ -29,8 +29,9 @@
  * module (it calls nothing of the arena), so that the decision is tested with injected times. */
 /* A price list that knows nothing yet: the device way in force, the events way to be tried. */
 void ca_price_init(ca_reuse_price *p);
-/* CA_PRICE_EPOCH allocations were served by now_ns: the epoch ends, and the way may change. */
-void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns);
+/* CA_PRICE_EPOCH allocations were served by now_ns, the device's growths counter at growths:
+ * the epoch ends, and the way may change. */
+void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns, uint64_t growths);
 /* The cheaper of the two ways, given what an allocation cost under each (0: unknown) and the
  * way in force. */
 ca_fences_kind ca_price_cheaper(const uint64_t per_alloc_ns[2], ca_fences_kind in_force);
@@ -50,11 +51,12 @@ static inline uint32_t ca_price_due(const ca_reuse_price *p)
     return p->trying || !p->epoch_t0 || learning ? CA_PRICE_EPOCH / 8 : CA_PRICE_EPOCH;
 }
 
-/* An allocation of a fenced device was served: under the learned policy, an epoch may end. */
-static inline void ca_reuse_served(const ca_config *cfg, ca_reuse *r)
+/* An allocation of fenced device d was served: under the learned policy, an epoch may end. */
+static inline void ca_reuse_served(const ca_config *cfg, ca_device *d)
 {
+    ca_reuse *r = &d->reuse;
     if (cfg->fences == CA_FENCES_AUTO && r->fenced && ++r->price.served >= ca_price_due(&r->price))
-        ca_price_epoch(&r->price, ca_now_ns());
+        ca_price_epoch(&r->price, ca_now_ns(), d->st.growths);
 }
 
 /* reuse/switch.c: the switch to fences, and the contract's synchronizations. */

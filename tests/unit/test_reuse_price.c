@@ -51,7 +51,7 @@ static int run(ca_reuse_price *p, uint64_t *clock, const prices *c, int n, ca_fe
         paid += w == way;
         *clock += ns(PAIR_US + added_us(c, w));
         if (++p->served >= ca_price_due(p))
-            ca_price_epoch(p, *clock);
+            ca_price_epoch(p, *clock, 0);
     }
     return paid;
 }
@@ -155,26 +155,64 @@ static void test_first_epoch_starts_the_clock(void **state)
     ca_reuse_price p;
     ca_price_init(&p);
     p.served = CA_PRICE_EPOCH;
-    ca_price_epoch(&p, 1000000);
+    ca_price_epoch(&p, 1000000, 0);
     assert_int_equal(p.epochs, 0);
     assert_int_equal(p.served, 0);
     /* Until both ways have a figure, epochs are an eighth long. */
     assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8);
     p.served = CA_PRICE_EPOCH / 8;
-    ca_price_epoch(&p, 1000000 + 64 * 3000);
+    ca_price_epoch(&p, 1000000 + 64 * 3000, 0);
     assert_int_equal(p.epochs, 1);
     assert_int_equal(p.per_alloc_ns[CA_FENCES_DEVICE], 3000);
     assert_int_equal(p.way, CA_FENCES_EVENTS); /* tried after the first epoch */
     /* The new way settles an eighth of an epoch untimed, then its try is timed. */
     assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8);
     p.served = CA_PRICE_EPOCH / 8;
-    ca_price_epoch(&p, 2000000);
+    ca_price_epoch(&p, 2000000, 0);
     assert_int_equal(p.epochs, 1);
     p.served = CA_PRICE_EPOCH / 8;
-    ca_price_epoch(&p, 2000000 + 64 * 9000);
+    ca_price_epoch(&p, 2000000 + 64 * 9000, 0);
     assert_int_equal(p.per_alloc_ns[CA_FENCES_EVENTS], 9000);
     assert_int_equal(p.way, CA_FENCES_DEVICE); /* it lost */
     assert_int_equal(ca_price_due(&p), CA_PRICE_EPOCH / 8); /* settling, then whole epochs */
+}
+
+/* An epoch in which the device grew is not timed: the warm-up's growths, made under the device
+ * way that is in force first, would make it look dearer than it is. After CA_PRICE_GROWN such
+ * epochs in a row the next is timed anyway, so that a program that always grows still learns. */
+static void test_growth_epochs_untimed(void **state)
+{
+    (void)state;
+    ca_reuse_price p;
+    uint64_t clock = 1000000, growths = 0;
+    ca_price_init(&p);
+    ca_price_epoch(&p, clock, growths); /* starts the clock */
+    for (uint32_t i = 0; i < CA_PRICE_GROWN; i++) {
+        p.served = CA_PRICE_EPOCH / 8;
+        clock += 64 * 50000; /* a dear epoch: it grew */
+        ca_price_epoch(&p, clock, ++growths);
+        assert_int_equal(p.epochs, 0);
+        assert_int_equal(p.per_alloc_ns[CA_FENCES_DEVICE], 0);
+        assert_int_equal(p.way, CA_FENCES_DEVICE);
+    }
+    /* One more growth than the rule skips: this epoch is timed. */
+    p.served = CA_PRICE_EPOCH / 8;
+    clock += 64 * 4000;
+    ca_price_epoch(&p, clock, ++growths);
+    assert_int_equal(p.epochs, 1);
+    assert_int_equal(p.per_alloc_ns[CA_FENCES_DEVICE], 4000);
+    /* After a timed epoch, a growth is skipped again, and one without growth is timed. */
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, clock + 1000, growths); /* the events way settles */
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, clock + 2000 + 64 * 50000, ++growths);
+    assert_int_equal(p.epochs, 1);
+    assert_int_equal(p.per_alloc_ns[CA_FENCES_EVENTS], 0);
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, clock + 2000 + 64 * 50000 + 64 * 3000, growths);
+    assert_int_equal(p.epochs, 2);
+    assert_int_equal(p.per_alloc_ns[CA_FENCES_EVENTS], 3000);
+    assert_int_equal(p.way, CA_FENCES_EVENTS); /* cheaper than the device's 4000 */
 }
 
 int main(void)
@@ -184,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_gpu),              cmocka_unit_test(test_sync_dear),
         cmocka_unit_test(test_events_dear),      cmocka_unit_test(test_follows_a_change),
         cmocka_unit_test(test_cheaper),          cmocka_unit_test(test_first_epoch_starts_the_clock),
+        cmocka_unit_test(test_growth_epochs_untimed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
