@@ -3,7 +3,7 @@
 # driver, under each of its price profiles: the plain runtime, the reference that synchronizes
 # the device before each reuse (sync-cache), the cache under CACHEALLOC_FENCES=device, =events
 # and its default (unset), the cache with CACHEALLOC_REUSE=sync, the default with the larger
-# memory bound CACHEALLOC_RESERVE_FACTOR=4, and the limit (one block a thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
+# memory bound CACHEALLOC_RESERVE_FACTOR=8, and the limit (one block a thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
 # (scripts/gpu/reuse_table.py renders both), so that the tables stand side by side.
 #
 #   scripts/bench-rank.sh [--builddir DIR] [--profiles LIST] [--variants LIST]
@@ -79,7 +79,7 @@ once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or not
     device|events) pre+=(CACHEALLOC_FENCES="$1" LD_PRELOAD="$shim") ;;
     default) pre+=(LD_PRELOAD="$shim") ;;
     reuse-sync) pre+=(CACHEALLOC_REUSE=sync LD_PRELOAD="$shim") ;;
-    factor-4) pre+=(CACHEALLOC_RESERVE_FACTOR=4 LD_PRELOAD="$shim") ;;
+    factor-8) pre+=(CACHEALLOC_RESERVE_FACTOR=8 LD_PRELOAD="$shim") ;;
     esac
     if ! out=$("${pre[@]}" "$loop" "${args[@]}" 2>&1); then
         echo "bench-rank.sh: $1 $2 failed: $(tail -n 1 <<<"$out")" >&2
@@ -98,7 +98,7 @@ for p in "${plist[@]}"; do
     : >"$raw"
     for v in $vlist; do
         for ((r = 0; r < runs; r++)); do
-            for m in plain sync device events default reuse-sync factor-4 limit; do
+            for m in plain sync device events default reuse-sync factor-8 limit; do
                 once "$m" "$v" >>"$raw"
             done
         done
