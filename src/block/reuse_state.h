@@ -78,7 +78,13 @@ typedef struct ca_reuse {
     ca_event_t *events;       /* idle events for reuse                       */
     int nevents, cap_events;
     ca_reuse_price price;     /* what waiting has cost each way (CACHEALLOC_FENCES=auto) */
+    /* The working set the budget is on (reuse/wait.c): the most bytes allocated at once in
+     * this window of CA_WORKING_WINDOW allocations, and in the last whole one. */
+    uint64_t working_peak[2];
+    uint32_t working_served;
 } ca_reuse;
+
+#define CA_WORKING_WINDOW 1024u /* allocations a window of the budget's working set lasts */
 
 /* Inline predicates on the contract's own state, for the paths that ask at every call. */
 

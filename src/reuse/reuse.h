@@ -51,11 +51,22 @@ static inline uint32_t ca_price_due(const ca_reuse_price *p)
     return p->trying || !p->epoch_t0 || learning ? CA_PRICE_EPOCH / 8 : CA_PRICE_EPOCH;
 }
 
-/* An allocation of fenced device d was served: under the learned policy, an epoch may end. */
+/* An allocation of device d was served: once fenced, the budget's working set takes it in, and
+ * under the learned policy an epoch may end. */
 static inline void ca_reuse_served(const ca_config *cfg, ca_device *d)
 {
     ca_reuse *r = &d->reuse;
-    if (cfg->fences == CA_FENCES_AUTO && r->fenced && ++r->price.served >= ca_price_due(&r->price))
+    if (!r->fenced)
+        return;
+    uint64_t now = d->st.allocated_bytes;
+    if (now > r->working_peak[0])
+        r->working_peak[0] = now;
+    if (++r->working_served >= CA_WORKING_WINDOW) {
+        r->working_peak[1] = r->working_peak[0];
+        r->working_peak[0] = now;
+        r->working_served = 0;
+    }
+    if (cfg->fences == CA_FENCES_AUTO && ++r->price.served >= ca_price_due(&r->price))
         ca_price_epoch(&r->price, ca_now_ns(), d->st.growths);
 }
 

@@ -131,9 +131,16 @@ bool ca_reuse_wait_all(ca_arena *a, ca_device *d)
  * so a starved thread is served without growing. */
 #define ROUND_ALONE 4
 
+/* The working set is the larger of what is allocated now with the request and the most
+ * allocated at once in the last whole window of allocations: threads whose blocks come and go
+ * make the allocated bytes swing, and a budget on a trough would synchronize where the bound
+ * (twice the largest working set plus a segment) lets the cache grow. A program's first window
+ * has no such figure yet: its budget is on what is allocated now. */
 static bool within_budget(const ca_arena *a, const ca_device *d, size_t rounded)
 {
     uint64_t working = d->st.allocated_bytes + rounded;
+    if (d->reuse.working_peak[1] > working)
+        working = d->reuse.working_peak[1];
     unsigned factor = a->cfg.reserve_factor ? a->cfg.reserve_factor : 2;
     return d->st.reserved_bytes <= factor * working;
 }

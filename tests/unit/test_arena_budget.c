@@ -362,6 +362,42 @@ static void test_threads_stay_bounded(void **state)
     stop();
 }
 
+/* A working set that swings: four blocks allocated, then all four freed, again and again. In
+ * the trough nothing is allocated, and a budget on what is allocated now would synchronize at
+ * every first allocation; once a whole window of allocations has shown the peak of four, the
+ * budget is on it, the cache grows to twice it and synchronizes about half as often, within
+ * the bound and with every reuse safe. */
+static void test_swinging_working_set_budget_on_its_peak(void **state)
+{
+    (void)state;
+    start_with(CA_FENCES_DEVICE);
+    enum { ROUNDS = 1024, BLOCKS = 4 };
+    uint64_t syncs_at[2] = {0, 0};
+    for (int i = 0; i < ROUNDS; i++) {
+        if (i == ROUNDS / 2)
+            syncs_at[0] = stats().device_syncs;
+        void *p[BLOCKS];
+        for (int k = 0; k < BLOCKS; k++) {
+            p[k] = must(MiB);
+            assert_safe_reuse(p[k]);
+        }
+        for (int k = 0; k < BLOCKS; k++) {
+            note_free(p[k]);
+            free_in_use(p[k]);
+        }
+        assert_true(stats().reserved_bytes <= 2 * BLOCKS * MiB + SMALL_SEGMENT);
+    }
+    syncs_at[1] = stats().device_syncs;
+    /* The first window (256 rounds) synchronized about once a round; from the second half on,
+     * once every two rounds at most. */
+    uint64_t late = syncs_at[1] - syncs_at[0];
+    print_message("synchronizations: %llu in the first half, %llu in the second\n",
+                  (unsigned long long)syncs_at[0], (unsigned long long)late);
+    assert_true(syncs_at[0] >= ROUNDS / 4);
+    assert_true(late <= ROUNDS / 4 + 2);
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_mixed_sizes_stay_bounded),
         cmocka_unit_test(test_starved_wait_is_served_alone),
         cmocka_unit_test(test_threads_stay_bounded),
+        cmocka_unit_test(test_swinging_working_set_budget_on_its_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
