@@ -44,6 +44,16 @@ ca_fences_kind ca_price_cheaper(const uint64_t per_alloc_ns[2], ca_fences_kind i
     return theirs * 10 < mine * 9 ? other_way(in_force) : in_force;
 }
 
+/* The fewest epochs between two tries of a way that costs loser_ns an allocation, against
+ * best_ns for the way in force, so that its tries take at most about 1/TRY_SHARE of the time.
+ * A try runs a quarter of an epoch under the loser (its settling and its timed eighth), which
+ * costs (loser - best) / best of a quarter epoch more than the best way would have. */
+static uint64_t least_every(uint64_t loser_ns, uint64_t best_ns)
+{
+    uint64_t extra = loser_ns > best_ns ? loser_ns - best_ns : 0;
+    return 1 + TRY_SHARE * extra / (4 * best_ns);
+}
+
 /* The next epoch's way, once the one just measured joined its figure. */
 static void choose(ca_reuse_price *p, ca_fences_kind measured)
 {
@@ -55,10 +65,10 @@ static void choose(ca_reuse_price *p, ca_fences_kind measured)
          * so often that its epochs, as much longer as each of its allocations is, take more
          * than a share of the time (after a clear win of the tried way, the old one too). */
         ca_fences_kind loser = other_way(best);
-        uint64_t ratio = p->per_alloc_ns[loser] / p->per_alloc_ns[best];
         uint64_t every = best == measured ? 1 : (uint64_t)p->try_every * 2;
-        if (every < TRY_SHARE * ratio)
-            every = TRY_SHARE * ratio;
+        uint64_t least = least_every(p->per_alloc_ns[loser], p->per_alloc_ns[best]);
+        if (every < least)
+            every = least;
         p->try_every = every < TRY_MAX ? (uint32_t)every : TRY_MAX;
         p->way = (uint8_t)best;
         return;

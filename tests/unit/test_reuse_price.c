@@ -215,6 +215,40 @@ static void test_growth_epochs_untimed(void **state)
     assert_int_equal(p.way, CA_FENCES_EVENTS); /* cheaper than the device's 4000 */
 }
 
+/* A way that lost once on a figure taken in the program's first moments is tried again soon:
+ * its tries may take about a thirty-second of the time, and a try (its settling and its timed
+ * eighth) is a quarter of an epoch at its price. Here the device way's first eighth cost 49 us
+ * an allocation and the events way's try 21 us: the device way comes back for a try after
+ * 1 + 32 x 28 / (4 x 21) = 11 epochs, not after 64. */
+static void test_loser_tried_within_its_share(void **state)
+{
+    (void)state;
+    ca_reuse_price p;
+    uint64_t clock = 1000000;
+    ca_price_init(&p);
+    ca_price_epoch(&p, clock, 0); /* starts the clock */
+    p.served = CA_PRICE_EPOCH / 8;
+    clock += 64 * 49000;
+    ca_price_epoch(&p, clock, 0);
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, clock += 1000, 0); /* the events way settles */
+    p.served = CA_PRICE_EPOCH / 8;
+    clock += 64 * 21000;
+    ca_price_epoch(&p, clock, 0);
+    assert_int_equal(p.way, CA_FENCES_EVENTS);
+    assert_false(p.trying);
+    int epochs = 0;
+    while (!p.trying && epochs < 100) {
+        p.served = ca_price_due(&p);
+        clock += (uint64_t)p.served * 21000;
+        ca_price_epoch(&p, clock, 0);
+        epochs++;
+    }
+    assert_true(p.trying);
+    assert_int_equal(p.way, CA_FENCES_DEVICE);
+    assert_in_range(epochs, 10, 13);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_events_dear),      cmocka_unit_test(test_follows_a_change),
         cmocka_unit_test(test_cheaper),          cmocka_unit_test(test_first_epoch_starts_the_clock),
         cmocka_unit_test(test_growth_epochs_untimed),
+        cmocka_unit_test(test_loser_tried_within_its_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
