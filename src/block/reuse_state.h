@@ -40,6 +40,7 @@ typedef struct ca_reuse_price {
     uint32_t since_try;       /* epochs since the losing way was last tried             */
     uint32_t try_every;       /* epochs between its tries: doubles while it keeps losing */
     uint64_t epochs;          /* epochs measured (the tests read it)                    */
+    uint8_t timed[2];         /* epochs measured, by way (up to 255)                    */
     uint64_t growths0;        /* the device's growths when the epoch began              */
     uint32_t grown;           /* epochs in a row not timed because the device grew      */
 } ca_reuse_price;

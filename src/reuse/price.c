@@ -44,14 +44,20 @@ ca_fences_kind ca_price_cheaper(const uint64_t per_alloc_ns[2], ca_fences_kind i
     return theirs * 10 < mine * 9 ? other_way(in_force) : in_force;
 }
 
-/* The fewest epochs between two tries of a way that costs loser_ns an allocation, against
- * best_ns for the way in force, so that its tries take at most about 1/TRY_SHARE of the time.
- * A try runs a quarter of an epoch under the loser (its settling and its timed eighth), which
- * costs (loser - best) / best of a quarter epoch more than the best way would have. */
-static uint64_t least_every(uint64_t loser_ns, uint64_t best_ns)
+/* The fewest epochs between two tries of the losing way. A try runs a quarter of an epoch under
+ * it (its settling and its timed eighth), which costs (loser - best) / best of a quarter epoch
+ * more than the best way would have: at 1 + TRY_SHARE times that, tries take about
+ * 1/TRY_SHARE of the time. That is the floor while the loser has a single figure, taken in the
+ * program's first moments, when threads start and memory grows, and so worth a second look
+ * soon. Once it has lost on two figures, its tries stay TRY_SHARE times the ratio of the
+ * figures apart: in short runs, the model's floor cost 5 to 10% more than it counts (the
+ * switches between ways leave pending memory and fences behind). */
+static uint64_t least_every(const ca_reuse_price *p, ca_fences_kind loser, ca_fences_kind best)
 {
-    uint64_t extra = loser_ns > best_ns ? loser_ns - best_ns : 0;
-    return 1 + TRY_SHARE * extra / (4 * best_ns);
+    uint64_t l = p->per_alloc_ns[loser], b = p->per_alloc_ns[best];
+    if (p->timed[loser] > 1)
+        return TRY_SHARE * (l / b);
+    return 1 + TRY_SHARE * (l > b ? l - b : 0) / (4 * b);
 }
 
 /* The next epoch's way, once the one just measured joined its figure. */
@@ -66,7 +72,7 @@ static void choose(ca_reuse_price *p, ca_fences_kind measured)
          * than a share of the time (after a clear win of the tried way, the old one too). */
         ca_fences_kind loser = other_way(best);
         uint64_t every = best == measured ? 1 : (uint64_t)p->try_every * 2;
-        uint64_t least = least_every(p->per_alloc_ns[loser], p->per_alloc_ns[best]);
+        uint64_t least = least_every(p, loser, best);
         if (every < least)
             every = least;
         p->try_every = every < TRY_MAX ? (uint32_t)every : TRY_MAX;
@@ -103,6 +109,8 @@ void ca_price_epoch(ca_reuse_price *p, uint64_t now_ns, uint64_t growths)
     uint64_t old = p->per_alloc_ns[w];
     /* A try measures afresh (the program may have changed since); the way in force averages. */
     p->per_alloc_ns[w] = old && !p->trying ? (3 * old + cost) / 4 : cost;
+    if (p->timed[w] < UINT8_MAX)
+        p->timed[w]++;
     p->epochs++;
     choose(p, w);
     /* A new way settles first (what the old one left pending, its fences, is worked off): the

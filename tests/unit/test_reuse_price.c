@@ -217,7 +217,7 @@ static void test_growth_epochs_untimed(void **state)
 
 /* A way that lost once on a figure taken in the program's first moments is tried again soon:
  * its tries may take about a thirty-second of the time, and a try (its settling and its timed
- * eighth) is a quarter of an epoch at its price. Here the device way's first eighth cost 49 us
+ * eighth) is a quarter of an epoch at its price; once it lost twice, they are further apart. Here the device way's first eighth cost 49 us
  * an allocation and the events way's try 21 us: the device way comes back for a try after
  * 1 + 32 x 28 / (4 x 21) = 11 epochs, not after 64. */
 static void test_loser_tried_within_its_share(void **state)
@@ -247,6 +247,16 @@ static void test_loser_tried_within_its_share(void **state)
     assert_true(p.trying);
     assert_int_equal(p.way, CA_FENCES_DEVICE);
     assert_in_range(epochs, 10, 13);
+    /* It loses on a second figure: from then on its tries stay 32 times the ratio of the
+     * figures apart (49 / 21 is 2 in whole numbers), the model's floor no longer. */
+    p.served = CA_PRICE_EPOCH / 8;
+    ca_price_epoch(&p, clock += 1000, 0); /* settles */
+    p.served = CA_PRICE_EPOCH / 8;
+    clock += 64 * 49000;
+    ca_price_epoch(&p, clock, 0);
+    assert_false(p.trying);
+    assert_int_equal(p.way, CA_FENCES_EVENTS);
+    assert_int_equal(p.try_every, 64);
 }
 
 int main(void)
