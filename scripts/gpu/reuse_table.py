@@ -139,7 +139,7 @@ def verdict(rows):
     it."""
     rs = [ratios(rows[v]) for v in rows]
     known = [r for r in rs if r[0] is not None and r[1] is not None]
-    lost = [v for v in rows if ratios(rows[v])[0] is not None and ratios(rows[v])[0] < 1.0]
+    lost = [v for v, r in zip(rows, rs) if r[0] is not None and r[0] < 1.0]
     return ("Verdict: default >= sync-cache in %d of %d variants; default >= 0.95 x the best "
             "fixed policy (device, events) in %d of %d; where sync-cache won, RESERVE_FACTOR=8 "
             ">= sync-cache in %d of %d" % (
