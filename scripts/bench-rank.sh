@@ -3,8 +3,10 @@
 # driver, under each of its price profiles: the plain runtime, the reference that synchronizes
 # the device before each reuse (sync-cache), the cache under CACHEALLOC_FENCES=device, =events
 # and its default (unset), the cache with CACHEALLOC_REUSE=sync, the default with the larger
-# memory bound CACHEALLOC_RESERVE_FACTOR=8, and the limit (one block a thread, only the memsets). The same variants and columns as the GPU check's "reuse" section
-# (scripts/gpu/reuse_table.py renders both), so that the tables stand side by side.
+# memory bound CACHEALLOC_RESERVE_FACTOR=8, the default measured again (the table's own noise),
+# and the limit (one block a thread, only the memsets). The same variants and columns as the GPU
+# check's "reuse" section (scripts/gpu/reuse_table.py defines both), so that the tables stand
+# side by side.
 #
 #   scripts/bench-rank.sh [--builddir DIR] [--profiles LIST] [--variants LIST]
 #                         [--pairs N] [--runs N]
@@ -27,7 +29,7 @@ pairs=10000
 runs=3
 profiles=provisional,gpu,sync-dear,events-dear
 variants=
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
@@ -45,6 +47,7 @@ for n in "$pairs" "$runs"; do
 done
 [ "$pairs" -ge 10 ] || { echo "bench-rank.sh: --pairs needs at least 10" >&2; exit 2; }
 vlist=$(python3 "$table" variants "${variants:-all}")
+modes=$(python3 "$table" modes)
 IFS=, read -r -a plist <<<"$profiles"
 for p in "${plist[@]}"; do
     case $p in
@@ -77,9 +80,10 @@ once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or not
     sync) args+=(--sync-cache) ;;
     limit) args+=(--limit) ;;
     device|events) pre+=(CACHEALLOC_FENCES="$1" LD_PRELOAD="$shim") ;;
-    default) pre+=(LD_PRELOAD="$shim") ;;
+    default|again) pre+=(LD_PRELOAD="$shim") ;;
     reuse-sync) pre+=(CACHEALLOC_REUSE=sync LD_PRELOAD="$shim") ;;
     factor-8) pre+=(CACHEALLOC_RESERVE_FACTOR=8 LD_PRELOAD="$shim") ;;
+    *) echo "bench-rank.sh: no environment for mode $1 (reuse_table.MODES)" >&2; return 0 ;;
     esac
     if ! out=$("${pre[@]}" "$loop" "${args[@]}" 2>&1); then
         echo "bench-rank.sh: $1 $2 failed: $(tail -n 1 <<<"$out")" >&2
@@ -98,7 +102,7 @@ for p in "${plist[@]}"; do
     : >"$raw"
     for v in $vlist; do
         for ((r = 0; r < runs; r++)); do
-            for m in plain sync device events default reuse-sync factor-8 limit; do
+            for m in $modes; do
                 once "$m" "$v" >>"$raw"
             done
         done

@@ -5,6 +5,7 @@ in each of the 12 variants, and the table of their medians. One definition for t
 their tables stand side by side.
 
     reuse_table.py variants LIST|all  check a --variants list; prints the variants, one a line
+    reuse_table.py modes              prints the modes' keys, in the table's order
     reuse_table.py render [TITLE]     reads "VARIANT MODE PAIRS_PER_S RESERVED_BYTES" lines
                                       (one a run; RESERVED_BYTES may be "-"), prints the table
 """
@@ -23,13 +24,17 @@ MODES = (
     # block it ever took, about seven times the working set of the 4-thread loops of 1 to 8 MiB),
     # in a row of its own, never the default's bound silently.
     ("factor-8", "cache, RESERVE_FACTOR=8", [], True, {"CACHEALLOC_RESERVE_FACTOR": "8"}),
+    # The default once more, in a run of its own: how far one mode's medians differ from
+    # themselves on this machine, the noise every ratio of the table carries.
+    ("again", "cache, default again", [], True, {}),
     ("limit", "limit", ["--limit"], False, {}),
 )
 MODE_KEYS = tuple(m[0] for m in MODES)
 # What each mode reports as the memory it held: the cache's own peak, or the reference's.
 RESERVED_KEY = {"sync": "sync_cache_reserved_bytes", "device": "cache_peak_reserved_bytes",
                 "events": "cache_peak_reserved_bytes", "default": "cache_peak_reserved_bytes",
-                "reuse-sync": "cache_peak_reserved_bytes", "factor-8": "cache_peak_reserved_bytes"}
+                "reuse-sync": "cache_peak_reserved_bytes", "factor-8": "cache_peak_reserved_bytes",
+                "again": "cache_peak_reserved_bytes"}
 # sizes:busy:threads. fixed: 1 MiB; random: 1 to 8 MiB; busy: one of two streams kept busy.
 VARIANTS = tuple("%s:%d:%d" % (s, b, t) for s in ("fixed", "random") for b in (0, 1)
                  for t in (1, 4, 16))
@@ -85,12 +90,14 @@ def medians(runs):
 
 
 def ratios(row):
-    """(default / sync-cache, default / the better of device and events), None where unknown."""
+    """(default / sync-cache, default / the better of device and events, default / the default
+    measured again), None where unknown."""
     g = lambda m: (row.get(m) or {}).get("pairs_per_s")
-    d, s = g("default"), g("sync")
+    d, s, again = g("default"), g("sync"), g("again")
     fixed = [x for x in (g("device"), g("events")) if x]
     return (d / s if d is not None and s else None,
-            d / max(fixed) if d is not None and fixed else None)
+            d / max(fixed) if d is not None and fixed else None,
+            d / again if d is not None and again else None)
 
 
 def cell(row, mode):
@@ -113,14 +120,13 @@ def render(rows):
     then one line of verdict."""
     fmt = lambda x: "-" if x is None else "%.2f" % x
     L = ["| loop | threads | " + " | ".join(m[1] for m in MODES) +
-         " | default / sync-cache | default / best fixed |",
-         "|---|---|" + "---|" * (len(MODES) + 2)]
+         " | default / sync-cache | default / best fixed | default / default again |",
+         "|---|---|" + "---|" * (len(MODES) + 3)]
     order = [v for v in VARIANTS if v in rows] + sorted(v for v in rows if v not in VARIANTS)
     for v in order:
         name, threads = label(v)
-        a, b = ratios(rows[v])
-        L.append("| %s | %d | %s | %s | %s |" % (name, threads, " | ".join(
-            cell(rows[v], m) for m in MODE_KEYS), fmt(a), fmt(b)))
+        L.append("| %s | %d | %s | %s |" % (name, threads, " | ".join(
+            cell(rows[v], m) for m in MODE_KEYS), " | ".join(fmt(x) for x in ratios(rows[v]))))
     L += ["", verdict(rows)]
     return L
 
@@ -135,17 +141,20 @@ def held_only_by_memory(row):
 
 def verdict(rows):
     """In how many variants the default held its own: against sync-cache, and within 5% of the
-    better fixed fence policy; and, where sync-cache won, in how many the larger bound matched
-    it."""
+    better fixed fence policy; where sync-cache won, in how many the larger bound matched it;
+    and the table's noise: in how many the default, measured twice, fell below 0.95 of itself."""
     rs = [ratios(rows[v]) for v in rows]
     known = [r for r in rs if r[0] is not None and r[1] is not None]
     lost = [v for v, r in zip(rows, rs) if r[0] is not None and r[0] < 1.0]
+    twice = [r[2] for r in rs if r[2] is not None]
+    noise = ("; noise: the default below 0.95 of itself measured again in %d of %d" % (
+        sum(1 for x in twice if x < 0.95), len(twice)) if twice else "")
     return ("Verdict: default >= sync-cache in %d of %d variants; default >= 0.95 x the best "
             "fixed policy (device, events) in %d of %d; where sync-cache won, RESERVE_FACTOR=8 "
-            ">= sync-cache in %d of %d" % (
-                sum(1 for a, _ in known if a >= 1.0), len(rs),
-                sum(1 for _, b in known if b >= 0.95), len(rs),
-                sum(1 for v in lost if held_only_by_memory(rows[v])), len(lost)))
+            ">= sync-cache in %d of %d%s" % (
+                sum(1 for a, _, _ in known if a >= 1.0), len(rs),
+                sum(1 for _, b, _ in known if b >= 0.95), len(rs),
+                sum(1 for v in lost if held_only_by_memory(rows[v])), len(lost), noise))
 
 
 def read_runs(lines):
@@ -172,6 +181,9 @@ def main(argv):
         except ValueError as e:
             print("bench-rank.sh: %s" % e, file=sys.stderr)
             return 2
+        return 0
+    if len(argv) == 2 and argv[1] == "modes":
+        print(" ".join(MODE_KEYS))
         return 0
     if len(argv) >= 2 and argv[1] == "render":
         if len(argv) > 2:

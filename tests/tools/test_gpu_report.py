@@ -169,7 +169,7 @@ echo failures=0
 
 ROW = ("| 1 MiB, idle streams | 1 | 10 (2%) | 100 (25%, 2.0 MiB) | 200 (50%, 4.0 MiB) | "
        "160 (40%, 4.0 MiB) | 220 (55%, 4.0 MiB) | 120 (30%, 4.0 MiB) | 240 (60%, 4.0 MiB) | "
-       "400 | 2.20 | 1.10 |")
+       "220 (55%, 4.0 MiB) | 400 | 2.20 | 1.10 | 1.00 |")
 
 
 def program(path, text):
@@ -211,11 +211,14 @@ class ReuseSection(unittest.TestCase):
         self.assertIn(ROW, lines)
         self.assertIn("Verdict: default >= sync-cache in 12 of 12 variants; default >= 0.95 x "
                       "the best fixed policy (device, events) in 12 of 12; where sync-cache won, "
-                      "RESERVE_FACTOR=8 >= sync-cache in 0 of 0", lines)
+                      "RESERVE_FACTOR=8 >= sync-cache in 0 of 0; noise: the default below 0.95 of "
+                      "itself measured again in 0 of 12", lines)
         self.assertIn("| own | PyTorch's own caching allocator | skipped: needs a GPU (the "
                       "simulated driver runs no kernel) | - | - | - | - / - | - | - | - |", lines)
         self.assertEqual(json.loads(self.read("report.json"))["sections"]["reuse"]["loops"]
                          ["rows"]["random:1:16"]["default"]["pairs_per_s"], 220.0)
+        self.assertEqual(check.reuse.summary_line(sec), "default >= sync-cache 12/12, >= 0.95 "
+                         "x best fixed 12/12, < 0.95 x itself 0/12")
 
     def test_verdict_says_where_sync_cache_won_by_memory(self):
         t = check.reuse.reuse_table
@@ -227,6 +230,20 @@ class ReuseSection(unittest.TestCase):
         self.assertIn("default >= sync-cache in 1 of 3 variants", t.verdict(rows))
         self.assertTrue(t.verdict(rows).endswith(
             "where sync-cache won, RESERVE_FACTOR=8 >= sync-cache in 1 of 2"))
+
+    def test_verdict_counts_the_tables_noise(self):
+        """The default measured twice: the variants where it fell below 0.95 of itself are
+        counted, of those where both were measured."""
+        t = check.reuse.reuse_table
+        row = lambda default, again: {
+            "sync": {"pairs_per_s": 100}, "default": {"pairs_per_s": default},
+            "device": {"pairs_per_s": default}, "again": {"pairs_per_s": again}}
+        rows = {"fixed:0:1": row(90, 100), "fixed:0:4": row(96, 100), "fixed:0:16": row(120, 100),
+                "random:0:1": {"default": {"pairs_per_s": 80}}}
+        self.assertTrue(t.verdict(rows).endswith(
+            "noise: the default below 0.95 of itself measured again in 1 of 3"))
+        self.assertEqual(t.ratios(rows["fixed:0:1"])[2], 0.9)
+        self.assertIn("| 0.90 |", t.render(rows)[2])
 
     def test_report_saved_before_the_loops(self):
         self.r.section("reuse", 300, check.reuse.section)
