@@ -47,7 +47,15 @@ for n in "$pairs" "$runs"; do
 done
 [ "$pairs" -ge 10 ] || { echo "bench-rank.sh: --pairs needs at least 10" >&2; exit 2; }
 vlist=$(python3 "$table" variants "${variants:-all}")
-modes=$(python3 "$table" modes)
+# Each mode's environment and flags, from reuse_table.MODES (the GPU check's too).
+declare -A mode_cached mode_env mode_flags
+modes=()
+while read -r key cached rest; do
+    modes+=("$key")
+    mode_cached[$key]=$cached
+    mode_env[$key]=${rest%%--*}
+    mode_flags[$key]=${rest#*--}
+done < <(python3 "$table" modes)
 IFS=, read -r -a plist <<<"$profiles"
 for p in "${plist[@]}"; do
     case $p in
@@ -67,24 +75,18 @@ export SIMDEV_MEMORY=${SIMDEV_MEMORY:-8G} CACHEALLOC_STATS=0
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
-# The mode's environment and flags come from reuse_table.py's MODES; these lines are its words.
 once() {  # mode variant: "VARIANT MODE PAIRS_PER_S RESERVED" of one run, or nothing on failure
-    local n=$pairs args out
+    local n=$pairs args out env flags
     [ "$1" = plain ] && n=$((pairs / 10))
     IFS=: read -r sizes busy threads <<<"$2"
+    read -r -a flags <<<"${mode_flags[$1]}"
     args=(--sizes "$sizes" --threads "$threads" --streams 2 --busy "$busy" --pairs "$n"
-          --warmup 500)
+          --warmup 500 "${flags[@]}")
+    # The caller's own settings never reach a mode: the default is the cache's own.
     local pre=(env -u LD_PRELOAD -u CACHEALLOC_FENCES -u CACHEALLOC_REUSE -u CACHEALLOC_RESERVE_FACTOR)
-    case $1 in
-    plain) ;;
-    sync) args+=(--sync-cache) ;;
-    limit) args+=(--limit) ;;
-    device|events) pre+=(CACHEALLOC_FENCES="$1" LD_PRELOAD="$shim") ;;
-    default|again) pre+=(LD_PRELOAD="$shim") ;;
-    reuse-sync) pre+=(CACHEALLOC_REUSE=sync LD_PRELOAD="$shim") ;;
-    factor-8) pre+=(CACHEALLOC_RESERVE_FACTOR=8 LD_PRELOAD="$shim") ;;
-    *) echo "bench-rank.sh: no environment for mode $1 (reuse_table.MODES)" >&2; return 0 ;;
-    esac
+    read -r -a env <<<"${mode_env[$1]}"
+    pre+=("${env[@]}")
+    [ "${mode_cached[$1]}" = 1 ] && pre+=(LD_PRELOAD="$shim")
     if ! out=$("${pre[@]}" "$loop" "${args[@]}" 2>&1); then
         echo "bench-rank.sh: $1 $2 failed: $(tail -n 1 <<<"$out")" >&2
         return 0
@@ -102,7 +104,7 @@ for p in "${plist[@]}"; do
     : >"$raw"
     for v in $vlist; do
         for ((r = 0; r < runs; r++)); do
-            for m in $modes; do
+            for m in "${modes[@]}"; do
                 once "$m" "$v" >>"$raw"
             done
         done

@@ -5,7 +5,9 @@ in each of the 12 variants, and the table of their medians. One definition for t
 their tables stand side by side.
 
     reuse_table.py variants LIST|all  check a --variants list; prints the variants, one a line
-    reuse_table.py modes              prints the modes' keys, in the table's order
+    reuse_table.py modes              prints the modes in the table's order, a line each: key,
+                                      1 if the cache is preloaded (else 0), its environment's
+                                      NAME=value words, "--", bench-loop's flags
     reuse_table.py render [TITLE]     reads "VARIANT MODE PAIRS_PER_S RESERVED_BYTES" lines
                                       (one a run; RESERVED_BYTES may be "-"), prints the table
 """
@@ -183,7 +185,9 @@ def main(argv):
             return 2
         return 0
     if len(argv) == 2 and argv[1] == "modes":
-        print(" ".join(MODE_KEYS))
+        for key, _, flags, cached, env in MODES:
+            print(" ".join([key, "1" if cached else "0"] +
+                           ["%s=%s" % kv for kv in sorted(env.items())] + ["--"] + flags))
         return 0
     if len(argv) >= 2 and argv[1] == "render":
         if len(argv) > 2:

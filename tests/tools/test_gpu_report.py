@@ -5,7 +5,9 @@ libraries() and markdown() make of them is read back.
 
 Usage: test_gpu_report.py PATH/TO/scripts/gpu/check.py
 """
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -230,6 +232,18 @@ class ReuseSection(unittest.TestCase):
         self.assertIn("default >= sync-cache in 1 of 3 variants", t.verdict(rows))
         self.assertTrue(t.verdict(rows).endswith(
             "where sync-cache won, RESERVE_FACTOR=8 >= sync-cache in 1 of 2"))
+
+    def test_modes_printed_for_bench_rank(self):
+        """bench-rank.sh runs each mode from these lines: key, preloaded, environment, flags."""
+        t = check.reuse.reuse_table
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(t.main(["reuse_table.py", "modes"]), 0)
+        lines = out.getvalue().splitlines()
+        self.assertEqual([x.split()[0] for x in lines], list(t.MODE_KEYS))
+        self.assertIn("device 1 CACHEALLOC_FENCES=device --", lines)
+        self.assertIn("sync 0 -- --sync-cache", lines)
+        self.assertIn("again 1 --", lines)
 
     def test_verdict_counts_the_tables_noise(self):
         """The default measured twice: the variants where it fell below 0.95 of itself are
