@@ -254,11 +254,10 @@ def torch_line(key, v):
 def summary_line(sec):
     """The section's words in the printed summary table."""
     rows = (sec.get("loops") or {}).get("rows") or {}
-    rs = [reuse_table.ratios(rows[k]) for k in rows]
+    t = reuse_table.tallies(rows)
     v = ("default >= sync-cache %d/%d, >= 0.95 x best fixed %d/%d, < 0.95 x itself %d/%d" % (
-        sum(1 for a, _, _ in rs if a is not None and a >= 1), len(rs),
-        sum(1 for _, b, _ in rs if b is not None and b >= 0.95), len(rs),
-        sum(1 for _, _, c in rs if c is not None and c < 0.95), len(rs)) if rows else "no loops")
+        t["ge_sync"], t["n"], t["ge_best"], t["n"], t["below_self"], t["n"])
+         if rows else "no loops")
     own = (sec.get("torch") or {}).get("own") or {}
     if own.get("step_s") is not None:
         v += "; torch own %.2f ms" % (own["step_s"] * 1e3)

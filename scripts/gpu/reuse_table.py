@@ -141,21 +141,31 @@ def held_only_by_memory(row):
     return None if s is None or w is None else w >= s
 
 
+def tallies(rows):
+    """The verdict's counts over rows: variants; of those with both ratios known, the default at
+    least sync-cache and at least 0.95 of the better fixed policy; measured again, and below
+    0.95 of itself measured again."""
+    rs = [ratios(rows[v]) for v in rows]
+    known = [r for r in rs if r[0] is not None and r[1] is not None]
+    return {"n": len(rs),
+            "ge_sync": sum(1 for a, _, _ in known if a >= 1.0),
+            "ge_best": sum(1 for _, b, _ in known if b >= 0.95),
+            "twice": sum(1 for _, _, c in rs if c is not None),
+            "below_self": sum(1 for _, _, c in rs if c is not None and c < 0.95)}
+
+
 def verdict(rows):
     """In how many variants the default held its own: against sync-cache, and within 5% of the
     better fixed fence policy; where sync-cache won, in how many the larger bound matched it;
     and the table's noise: in how many the default, measured twice, fell below 0.95 of itself."""
-    rs = [ratios(rows[v]) for v in rows]
-    known = [r for r in rs if r[0] is not None and r[1] is not None]
-    lost = [v for v, r in zip(rows, rs) if r[0] is not None and r[0] < 1.0]
-    twice = [r[2] for r in rs if r[2] is not None]
+    t = tallies(rows)
+    lost = [v for v in rows if (ratios(rows[v])[0] or 1.0) < 1.0]
     noise = ("; noise: the default below 0.95 of itself measured again in %d of %d" % (
-        sum(1 for x in twice if x < 0.95), len(twice)) if twice else "")
+        t["below_self"], t["twice"]) if t["twice"] else "")
     return ("Verdict: default >= sync-cache in %d of %d variants; default >= 0.95 x the best "
             "fixed policy (device, events) in %d of %d; where sync-cache won, RESERVE_FACTOR=8 "
             ">= sync-cache in %d of %d%s" % (
-                sum(1 for a, _, _ in known if a >= 1.0), len(rs),
-                sum(1 for _, b, _ in known if b >= 0.95), len(rs),
+                t["ge_sync"], t["n"], t["ge_best"], t["n"],
                 sum(1 for v in lost if held_only_by_memory(rows[v])), len(lost), noise))
 
 
